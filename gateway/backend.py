@@ -1,0 +1,209 @@
+"""The gateway's MCP client towards the legacy server, with liveness tracked here.
+
+Errors are translated at this boundary into two exceptions the write path can act on:
+
+    BackendUnavailable   the call was never sent (not connected; connect or spawn failed) - safe to retry
+    OutcomeLost          the call was sent on a live connection and no answer came (dropped, timed out)
+
+An ``isError`` answer from the god-tool is not an exception: it is a ``Reply`` with ``is_error`` set.
+One connection carries every concurrent call. When it drops, the next call reconnects (a stdio child is
+respawned). The host's credentials never reach the backend: HTTP headers come from the gateway's own env.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.config import BackendSection
+
+log = logging.getLogger(__name__)
+
+
+class BackendUnavailable(Exception):
+    """The backend could not be reached; nothing was sent."""
+
+
+class OutcomeLost(Exception):
+    """A call was sent but its answer never came; it may or may not have taken effect."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The god-tool's answer: its error flag and its text (JSON when well-formed)."""
+
+    is_error: bool
+    text: str
+
+    def json(self) -> Any:
+        """The decoded JSON text, or None when the text is not JSON."""
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            return None
+
+
+class Backend:
+    """A long-lived client for the god-tool. Use as an async context manager."""
+
+    def __init__(self, config: BackendSection) -> None:
+        self.config = config
+        self._client: Client | None = None
+        self._dropped = anyio.Event()
+        self._connect_lock = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+        self.connects = 0
+
+    async def __aenter__(self) -> Backend:
+        self._tasks = anyio.create_task_group()
+        await self._tasks.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._tasks is not None
+        self._tasks.cancel_scope.cancel()
+        await self._tasks.__aexit__(None, None, None)
+        self._tasks = None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a live connection is held right now."""
+        return self._client is not None
+
+    async def call(self, action: str, payload: dict[str, Any]) -> Reply:
+        """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
+        client = await self._connection()
+        arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
+        try:
+            result = await client.call_tool(
+                self.config.tool, arguments, read_timeout_seconds=self.config.call_timeout_seconds
+            )
+        except Exception as exc:
+            log.warning("backend call %s lost: %s", action, type(exc).__name__)
+            if self._client is client:
+                self._drop()
+            raise OutcomeLost(action) from exc
+        return _reply(result)
+
+    async def read(self, action: str, payload: dict[str, Any]) -> Reply:
+        """A call that changes nothing: retried once on a fresh connection if the first was lost."""
+        try:
+            return await self.call(action, payload)
+        except OutcomeLost:
+            try:
+                return await self.call(action, payload)
+            except OutcomeLost as exc:
+                raise BackendUnavailable(action) from exc
+
+    async def probe(self) -> bool:
+        """Whether the backend can be reached now."""
+        try:
+            await self._connection()
+        except BackendUnavailable:
+            return False
+        return True
+
+    def _drop(self) -> None:
+        self._client = None
+        self._dropped.set()
+
+    async def _connection(self) -> Client:
+        async with self._connect_lock:
+            if self._client is not None:
+                return self._client
+            if self._tasks is None:
+                raise BackendUnavailable("backend not started")
+            try:
+                with anyio.fail_after(self.config.call_timeout_seconds):
+                    await self._tasks.start(self._hold)
+            except Exception as exc:
+                log.warning("backend connect failed: %s", _describe(exc))
+                raise BackendUnavailable("connect failed") from exc
+            assert self._client is not None
+            return self._client
+
+    async def _hold(self, *, task_status: TaskStatus[None]) -> None:
+        """Keep one connection open until it is dropped; its context lives in this one task."""
+        started = False
+        self._dropped = dropped = anyio.Event()
+        try:
+            async with self._open() as client:
+                self._client = client
+                self.connects += 1
+                started = True
+                task_status.started()
+                await dropped.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            log.info("backend connection closed: %s", _describe(exc))
+        finally:
+            if self._dropped is dropped:
+                self._client = None
+
+    def _open(self) -> AbstractAsyncContextManager[Client]:
+        config = self.config
+        if config.transport == "http":
+            assert config.url is not None
+            headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
+            http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds)
+            return _client_over(streamable_http_client(config.url, http_client=http), http)
+        assert config.command is not None
+        params = StdioServerParameters(
+            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env)
+        )
+        return _client_over(stdio_client(params, errlog=sys.stderr), None)
+
+
+@asynccontextmanager
+async def _client_over(transport: Any, http: httpx2.AsyncClient | None) -> AsyncIterator[Client]:
+    try:
+        async with Client(transport, mode="legacy") as client:
+            yield client
+    finally:
+        if http is not None:
+            await http.aclose()
+
+
+def _reply(result: types.CallToolResult) -> Reply:
+    text = next((block.text for block in result.content if isinstance(block, types.TextContent)), "")
+    if result.structured_content is not None and not result.is_error:
+        text = json.dumps(result.structured_content)
+    return Reply(is_error=bool(result.is_error), text=text)
+
+
+def resolve_command(command: str) -> str:
+    """Find a command on PATH, or beside the running interpreter (a venv's scripts are not always on PATH)."""
+    found = shutil.which(command)
+    if found is not None:
+        return found
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else command
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    from mcp.client.stdio import get_default_environment
+
+    return {**get_default_environment(), **extra}
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return ", ".join(_describe(inner) for inner in exc.exceptions)
+    return type(exc).__name__

@@ -1,0 +1,83 @@
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
+from gateway.http_app import build_app
+from gateway.runtime import open_gateway
+from gateway.server import build_server
+
+log = logging.getLogger("gateway")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = argparse.ArgumentParser(prog="mcp-safety-gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gateway (HTTP on 127.0.0.1:8080/mcp, or --stdio)")
+    serve.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    args = parser.parse_args(argv)
+
+    # stdout carries the protocol in stdio mode: every log line goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
+    if args.stdio:
+        anyio.run(serve_stdio, config)
+        return 0
+    if not is_loopback(args.host):
+        print(
+            f"mcp-safety-gateway: refusing to listen on {args.host}: no authentication is configured, "
+            "so the gateway only listens on a loopback address.",
+            file=sys.stderr,
+        )
+        return 2
+    anyio.run(serve_http, config, args.host, args.port, args.log_level)
+    return 0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def serve_stdio(config: GatewayConfig) -> None:
+    """Serve one MCP connection on stdin/stdout."""
+    async with open_gateway(config) as gw:
+        server = build_server(gw)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(config: GatewayConfig, host: str, port: int, log_level: str) -> None:
+    """Serve streamable HTTP until interrupted."""
+    async with open_gateway(config) as gw:
+        app = build_app(gw, host=host)
+        log.info("gateway listening on http://%s:%d/mcp", host, port)
+        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on"))
+        await uv.serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

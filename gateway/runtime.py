@@ -1,0 +1,65 @@
+"""The running gateway's parts in one object: config, backend, store, keys, clock, and the tool catalog."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from gateway.backend import Backend
+from gateway.catalog import PublishedTool, build_catalog
+from gateway.config import GatewayConfig, PreviewTool
+from gateway.cursor import CursorCodec
+from gateway.keys import load_keys
+from gateway.stores import Store, open_store
+from gateway.tenants import TenantReader
+
+
+@dataclass
+class Gateway:
+    """Everything a request handler needs. Built once per process and shared by every connection."""
+
+    config: GatewayConfig
+    backend: Backend
+    store: Store
+    keys: list[bytes]
+    clock: Callable[[], float] = time.time
+    reader: TenantReader = field(init=False)
+    cursors: CursorCodec = field(init=False)
+    _catalog: dict[str, PublishedTool] | None = field(default=None, init=False)
+    _catalog_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = TenantReader(self.backend)
+        self.cursors = CursorCodec(self.keys)
+
+    async def catalog(self) -> dict[str, PublishedTool]:
+        """The published tools; the first call reads the fixture list from the backend."""
+        async with self._catalog_lock:
+            if self._catalog is None:
+                fixtures: set[str] = set()
+                for tool in self.config.tools.values():
+                    if isinstance(tool, PreviewTool):
+                        fixtures.update(await self.reader.fixtures(tool.fixtures_action))
+                self._catalog = build_catalog(self.config, sorted(fixtures))
+            return self._catalog
+
+    def cached_input_schema(self, name: str) -> dict[str, object] | None:
+        """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""
+        tool = (self._catalog or {}).get(name)
+        return dict(tool.tool.input_schema) if tool is not None else None
+
+
+@asynccontextmanager
+async def open_gateway(config: GatewayConfig, *, clock: Callable[[], float] = time.time) -> AsyncIterator[Gateway]:
+    """Start the backend client and open the store; close both on exit."""
+    store = open_store(config.gateway.store)
+    try:
+        async with Backend(config.backend) as backend:
+            yield Gateway(config, backend, store, load_keys(Path(config.gateway.state_dir)), clock)
+    finally:
+        await store.close()

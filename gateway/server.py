@@ -1,0 +1,124 @@
+"""The MCP surface: lists the published tools and routes each call, never exposing the god-tool.
+
+Every call either succeeds with ``structuredContent`` plus the same JSON as text (checked against the
+tool's outputSchema first), or fails with a coded ``isError`` result. An unknown tool is a JSON-RPC
+-32602 error. Anything unexpected is logged here and answered with a generic -32603, so no exception text
+or stack trace reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.shared.exceptions import MCPError
+
+from gateway import reads
+from gateway.catalog import PublishedTool, check_size
+from gateway.config import PreviewTool, ReadTool, WriteTool
+from gateway.errors import ToolError, success_result
+from gateway.identity import current_caller
+from gateway.runtime import Gateway
+from gateway.write_call import WriteCall, run_write
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+
+
+def build_server(gw: Gateway) -> Server[Any]:
+    """A low-level MCP server over a running gateway."""
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        try:
+            catalog = await gw.catalog()
+        except ToolError as err:
+            raise MCPError(code=types.INTERNAL_ERROR, message=err.message) from None
+        return types.ListToolsResult(tools=[published.tool for published in catalog.values()])
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        try:
+            catalog = await gw.catalog()
+            published = catalog.get(params.name)
+            if published is None:
+                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name[:64]}")
+            return await _call(gw, published, ctx, params)
+        except ToolError as err:
+            return err.to_result()
+        except MCPError:
+            raise
+        except Exception:
+            log.exception("unexpected error in tools/call %s", params.name[:64])
+            raise MCPError(code=types.INTERNAL_ERROR, message="Internal error") from None
+
+    server: Server[Any] = Server(
+        gw.config.gateway.name,
+        version=VERSION,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        get_tool_input_schema=gw.cached_input_schema,
+    )
+    security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
+    server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
+    return server
+
+
+async def _call(
+    gw: Gateway,
+    published: PublishedTool,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+) -> types.CallToolResult | types.InputRequiredResult:
+    caller = current_caller(gw.config.gateway.stdio_caller)
+    config = published.config
+    if isinstance(config, WriteTool):
+        preview = gw.config.tools[config.preview]
+        assert isinstance(preview, PreviewTool)
+        call = WriteCall(gw, published.name, config, preview, caller)
+        outcome = await run_write(call, ctx, params, lambda: _checked_arguments(gw, published, params))
+        if isinstance(outcome, types.InputRequiredResult):
+            return outcome
+        return _written(published, outcome)
+    args = _checked_arguments(gw, published, params)
+    if isinstance(config, ReadTool):
+        return _success(published, await reads.list_page(gw, published.name, config, args))
+    return _success(published, await reads.preview(gw, published.name, config, args, caller))
+
+
+def _checked_arguments(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
+    args = params.arguments or {}
+    limits = gw.config.limits
+    check_size(
+        args,
+        max_depth=limits.max_depth,
+        max_elements=limits.max_elements,
+        max_string_bytes=limits.max_string_bytes,
+    )
+    published.check_arguments(args)
+    return args
+
+
+def _success(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
+    published.check_output(body)
+    return success_result(body)
+
+
+def _written(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
+    # The write has happened and is recorded under its key: a schema slip must not turn it into an error.
+    try:
+        published.check_output(body)
+    except ValueError:
+        log.error("%s result does not match its outputSchema; returned as recorded", published.name)
+    return success_result(body)
+
+
+def _longest_prompt(gw: Gateway) -> float:
+    timeouts = [tool.prompt_timeout_seconds for tool in gw.config.tools.values() if isinstance(tool, WriteTool)]
+    return max(timeouts, default=300.0)

@@ -1,0 +1,109 @@
+"""The store interface and the records it keeps."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+TOMBSTONE_SECONDS = 3600
+
+KeyState = Literal["in_flight", "applied", "unknown", "error"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A previewed write: what it will do, to what, for whom, until when."""
+
+    plan_id: str
+    caller: str
+    tool: str
+    target: str
+    fixture: str
+    version: int
+    rows_deleted: int
+    rows_inserted: int
+    expires_at: float
+    in_use_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Expired:
+    """What is left of a plan after its TTL: who owned it, for an hour."""
+
+    caller: str
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """What one (caller, idempotencyKey) did, or is doing."""
+
+    caller: str
+    key: str
+    plan_id: str
+    target: str
+    state: KeyState
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to an atomic claim: claimed, or why not."""
+
+    claimed: bool
+    existing: KeyRecord | None = None
+    plan_busy: bool = False
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One decision of a write tool."""
+
+    at: float
+    caller: str
+    tool: str
+    outcome: str
+    plan_id: str | None = None
+    idempotency_key: str | None = None
+    target: str | None = None
+    version_before: int | None = None
+    version_after: int | None = None
+    confirmation: str | None = None
+    code: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    """What every store provides. Methods take ``now`` so that expiry is testable."""
+
+    async def put_plan(self, plan: Plan, now: float) -> None: ...
+
+    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None: ...
+
+    async def get_record(self, caller: str, key: str) -> KeyRecord | None: ...
+
+    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
+        """Atomically: if the key is free and the plan is live and unused, record the key in flight
+        and mark the plan in use by it."""
+        ...
+
+    async def release(self, record: KeyRecord) -> None:
+        """Undo a claim whose write was never sent: forget the key, unmark the plan."""
+        ...
+
+    async def settle(self, record: KeyRecord) -> None:
+        """Record the outcome under the key and delete the plan, atomically."""
+        ...
+
+    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
+        """True the first time a nonce is used within its TTL, False after."""
+        ...
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
+
+    async def append_audit(self, entry: AuditEntry) -> None: ...
+
+    def audit_entries(self) -> AsyncIterator[AuditEntry]: ...
+
+    async def close(self) -> None: ...

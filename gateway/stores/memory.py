@@ -1,0 +1,88 @@
+"""The in-memory store: TTL maps in one process. For tests and throwaway runs; lost on exit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
+from typing import Any
+
+from cachetools import TLRUCache
+
+from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.locks import KeyedLocks
+
+MAX_ITEMS = 1_000_000
+
+
+def _until(_key: Any, value: tuple[Any, float], _now: float) -> float:
+    return value[1]
+
+
+class MemoryStore:
+    """Plans, keys and nonces in TTL maps; the audit in a list."""
+
+    def __init__(self) -> None:
+        self._plans: TLRUCache[str, tuple[Plan, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._records: TLRUCache[tuple[str, str], tuple[KeyRecord, float]] = TLRUCache(
+            MAX_ITEMS, _until, timer=time.time
+        )
+        self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._audit: list[AuditEntry] = []
+        self._locks = KeyedLocks()
+
+    async def put_plan(self, plan: Plan, now: float) -> None:
+        self._plans[plan.plan_id] = (plan, plan.expires_at + TOMBSTONE_SECONDS)
+
+    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
+        found = self._plans.get(plan_id)
+        if found is None:
+            return None
+        plan = found[0]
+        return Expired(plan.caller) if now >= plan.expires_at else plan
+
+    async def get_record(self, caller: str, key: str) -> KeyRecord | None:
+        found = self._records.get((caller, key))
+        return found[0] if found else None
+
+    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
+        existing = await self.get_record(record.caller, record.key)
+        if existing is not None:
+            return Claim(claimed=False, existing=existing)
+        plan = await self.get_plan(record.plan_id, now)
+        if not isinstance(plan, Plan) or plan.in_use_by is not None:
+            return Claim(claimed=False, plan_busy=True)
+        self._records[(record.caller, record.key)] = (record, now + retention)
+        self._plans[plan.plan_id] = (replace(plan, in_use_by=record.key), plan.expires_at + TOMBSTONE_SECONDS)
+        return Claim(claimed=True)
+
+    async def release(self, record: KeyRecord) -> None:
+        self._records.pop((record.caller, record.key), None)
+        found = self._plans.get(record.plan_id)
+        if found is not None and found[0].in_use_by == record.key:
+            self._plans[record.plan_id] = (replace(found[0], in_use_by=None), found[1])
+
+    async def settle(self, record: KeyRecord) -> None:
+        _, until = self._records[(record.caller, record.key)]
+        self._records[(record.caller, record.key)] = (record, until)
+        self._plans.pop(record.plan_id, None)
+
+    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
+        if nonce in self._nonces:
+            return False
+        self._nonces[nonce] = (None, now + ttl)
+        return True
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]:
+        return self._locks.hold(target)
+
+    async def append_audit(self, entry: AuditEntry) -> None:
+        self._audit.append(entry)
+
+    async def audit_entries(self) -> AsyncIterator[AuditEntry]:
+        for entry in list(self._audit):
+            yield entry
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,132 @@
+"""The default store: one SQLite file in WAL mode that survives a restart.
+
+Calls run on the event loop: each is a few indexed statements on a local file. ``synchronous=FULL``
+makes a claim durable before the backend is called, so a crash never forgets an in-flight key.
+Locks are per process: run one gateway per SQLite file (several replicas share Redis instead).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+
+from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.locks import KeyedLocks
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS plans (
+    plan_id TEXT PRIMARY KEY, body TEXT NOT NULL, in_use_by TEXT, purge_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS plans_purge ON plans (purge_at);
+CREATE TABLE IF NOT EXISTS idempotency (
+    caller TEXT NOT NULL, key TEXT NOT NULL, plan_id TEXT NOT NULL, target TEXT NOT NULL,
+    state TEXT NOT NULL, result TEXT, purge_at REAL NOT NULL, PRIMARY KEY (caller, key));
+CREATE INDEX IF NOT EXISTS idempotency_purge ON idempotency (purge_at);
+CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, purge_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
+"""
+
+
+class SqliteStore:
+    """Plans, keys, nonces and the audit in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(SCHEMA)
+        self._locks = KeyedLocks()
+
+    async def put_plan(self, plan: Plan, now: float) -> None:
+        body = json.dumps(dataclasses.asdict(plan))
+        with self._db:
+            self._db.execute("DELETE FROM plans WHERE purge_at < ?", (now,))
+            self._db.execute(
+                "INSERT INTO plans (plan_id, body, in_use_by, purge_at) VALUES (?, ?, NULL, ?)",
+                (plan.plan_id, body, plan.expires_at + TOMBSTONE_SECONDS),
+            )
+
+    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
+        row = self._db.execute("SELECT body, in_use_by FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
+        if row is None:
+            return None
+        plan = Plan(**{**json.loads(row[0]), "in_use_by": row[1]})
+        return Expired(plan.caller) if now >= plan.expires_at else plan
+
+    async def get_record(self, caller: str, key: str) -> KeyRecord | None:
+        row = self._db.execute(
+            "SELECT plan_id, target, state, result FROM idempotency WHERE caller = ? AND key = ?",
+            (caller, key),
+        ).fetchone()
+        if row is None:
+            return None
+        result = json.loads(row[3]) if row[3] is not None else None
+        return KeyRecord(caller, key, plan_id=row[0], target=row[1], state=row[2], result=result)
+
+    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM idempotency WHERE purge_at < ? AND state != 'in_flight'", (now,))
+            existing = await self.get_record(record.caller, record.key)
+            if existing is not None:
+                return Claim(claimed=False, existing=existing)
+            plan = await self.get_plan(record.plan_id, now)
+            if not isinstance(plan, Plan) or plan.in_use_by is not None:
+                return Claim(claimed=False, plan_busy=True)
+            self._db.execute(
+                "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at)"
+                " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?)",
+                (record.caller, record.key, record.plan_id, record.target, now + retention),
+            )
+            self._db.execute("UPDATE plans SET in_use_by = ? WHERE plan_id = ?", (record.key, record.plan_id))
+            self._db.execute("COMMIT")
+            return Claim(claimed=True)
+        finally:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+
+    async def release(self, record: KeyRecord) -> None:
+        with self._db:
+            self._db.execute(
+                "DELETE FROM idempotency WHERE caller = ? AND key = ? AND state = 'in_flight'",
+                (record.caller, record.key),
+            )
+            self._db.execute(
+                "UPDATE plans SET in_use_by = NULL WHERE plan_id = ? AND in_use_by = ?",
+                (record.plan_id, record.key),
+            )
+
+    async def settle(self, record: KeyRecord) -> None:
+        with self._db:
+            self._db.execute(
+                "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
+                (record.state, json.dumps(record.result), record.caller, record.key),
+            )
+            self._db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
+
+    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
+        with self._db:
+            self._db.execute("DELETE FROM nonces WHERE purge_at < ?", (now,))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO nonces (nonce, purge_at) VALUES (?, ?)", (nonce, now + ttl)
+            )
+        return cursor.rowcount == 1
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]:
+        return self._locks.hold(target)
+
+    async def append_audit(self, entry: AuditEntry) -> None:
+        with self._db:
+            self._db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(entry)),))
+
+    async def audit_entries(self) -> AsyncIterator[AuditEntry]:
+        for (body,) in self._db.execute("SELECT entry FROM audit ORDER BY id").fetchall():
+            yield AuditEntry(**json.loads(body))
+
+    async def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,191 @@
+"""The destructive tool: the steps of ``write_path`` in order, with the I/O each one needs.
+
+Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
+cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import anyio
+import mcp.types as types
+from mcp.server import ServerRequestContext
+
+from gateway import confirm
+from gateway.backend import BackendUnavailable, OutcomeLost, Reply
+from gateway.config import PreviewTool, WriteTool
+from gateway.errors import ToolError
+from gateway.runtime import Gateway
+from gateway.stores import AuditEntry, KeyRecord, Plan
+from gateway.write_path import (
+    LOST,
+    AfterLookup,
+    after_key_lookup,
+    check_answer,
+    check_can_ask,
+    check_plan,
+    check_target,
+    confirmation_message,
+    confirmation_schema,
+    needs_reread,
+    outcome_unknown_body,
+    settle,
+)
+
+AUDIT_OUTCOMES = {"outcome_unknown": "unknown", "backend_error": "backend_error"}
+
+
+@dataclass
+class Trail:
+    """What the audit entry will say, filled in as the call proceeds."""
+
+    caller: str
+    tool: str
+    plan_id: str | None
+    key: str | None
+    target: str | None = None
+    version_before: int | None = None
+    version_after: int | None = None
+    confirmation: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteCall:
+    """One call of a write tool: who, which tool, with what."""
+
+    gw: Gateway
+    name: str
+    config: WriteTool
+    preview: PreviewTool
+    caller: str
+
+    @property
+    def read_action(self) -> str:
+        return self.preview.read_action
+
+
+async def run_write(
+    call: WriteCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    checked_arguments: Callable[[], dict[str, Any]],
+) -> dict[str, Any] | types.InputRequiredResult:
+    """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
+    raw = params.arguments or {}
+    trail = Trail(call.caller, call.name, _short_text(raw.get("planId")), _short_text(raw.get("idempotencyKey")))
+    try:
+        outcome = await _decide(call, ctx, params, checked_arguments(), trail)
+    except ToolError as err:
+        await _audit(call, trail, AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
+        raise
+    if isinstance(outcome, types.InputRequiredResult):
+        return outcome
+    await _audit(call, trail, "replayed" if outcome["replayed"] else "applied", None)
+    return outcome
+
+
+async def _decide(
+    call: WriteCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    args: dict[str, Any],
+    trail: Trail,
+) -> dict[str, Any] | types.InputRequiredResult:
+    gw, preview_name = call.gw, call.config.preview
+    plan_id, key = args["planId"], args["idempotencyKey"]
+    record = await gw.store.get_record(call.caller, key)
+    verdict = after_key_lookup(record, plan_id)
+    if record is not None:
+        trail.target = record.target
+        if verdict is AfterLookup.REPLAY:
+            return {**(record.result or {}), "replayed": True}
+        raise ToolError(**outcome_unknown_body(await gw.reader.find(call.read_action, record.target)))
+    plan = check_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
+    trail.target, trail.version_before = plan.target, plan.version
+    check_can_ask(ctx.session.client_capabilities)
+    check_target(plan, await gw.reader.get(call.read_action, plan.target), preview_name)
+    question = confirm.Question(
+        message=confirmation_message(plan),
+        schema=confirmation_schema(call.config.confirm, plan),
+        caller=call.caller,
+        plan_id=plan_id,
+        key=key,
+        timeout=call.config.prompt_timeout_seconds,
+    )
+    answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    trail.confirmation = answer.action if answer is not None else "timeout"
+    check_answer(answer, call.config.confirm, plan)
+    record = KeyRecord(call.caller, key, plan_id=plan_id, target=plan.target, state="in_flight")
+    return await _write(call, plan, record, trail)
+
+
+async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -> dict[str, Any]:
+    gw, preview_name = call.gw, call.config.preview
+    async with gw.store.lock(plan.target):
+        claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
+        if not claim.claimed:
+            return await _not_claimed(call, claim.existing, plan, record)
+        with anyio.CancelScope(shield=True):
+            try:
+                check_target(plan, await gw.reader.get(call.read_action, plan.target), preview_name)
+            except ToolError:
+                await gw.store.release(record)
+                raise
+            reply: Reply | None
+            try:
+                reply = await gw.backend.call(call.config.action, {"id": plan.target, "fixture": plan.fixture})
+            except BackendUnavailable:
+                await gw.store.release(record)
+                raise ToolError(
+                    "backend_unavailable",
+                    "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
+                ) from None
+            except OutcomeLost:
+                reply = LOST
+            reread = await gw.reader.find(call.read_action, plan.target) if needs_reread(reply) else None
+            settlement = settle(plan, reply, reread, preview_name)
+            await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
+    error = settlement.error()
+    if error is not None:
+        raise error
+    trail.version_after = settlement.result["version"]
+    return {**settlement.result, "replayed": False}
+
+
+async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:
+    """Another call got there first: replay its outcome, or say why this one cannot proceed."""
+    if existing is not None:
+        if after_key_lookup(existing, record.plan_id) is AfterLookup.REPLAY:
+            return {**(existing.result or {}), "replayed": True}
+        raise ToolError(**outcome_unknown_body(await call.gw.reader.find(call.read_action, plan.target)))
+    check_plan(
+        await call.gw.store.get_plan(plan.plan_id, call.gw.clock()),
+        call.caller,
+        call.name,
+        call.config.preview,
+    )
+    raise ToolError("request_in_progress", "Another call is applying this plan right now. Retry in a few seconds.")
+
+
+def _short_text(value: Any) -> str | None:
+    return value[:128] if isinstance(value, str) else None
+
+
+async def _audit(call: WriteCall, trail: Trail, outcome: str, code: str | None) -> None:
+    fields = asdict(trail)
+    entry = AuditEntry(
+        at=call.gw.clock(),
+        caller=fields.pop("caller"),
+        tool=fields.pop("tool"),
+        outcome=outcome,
+        code=code,
+        plan_id=fields.pop("plan_id"),
+        idempotency_key=fields.pop("key"),
+        **fields,
+    )
+    await call.gw.store.append_audit(entry)

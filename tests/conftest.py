@@ -1,0 +1,140 @@
+"""Shared test harness: a real legacy-backend process per module, real SDK clients, real SQLite files.
+
+The gateway spawns the backend itself (a stdio child, as in the default config) and is shared by every
+in-memory client of a module; tests assert on the backend's own SQLite file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as types
+import pytest
+from mcp import Client
+
+from gateway.config import GatewayConfig, parse_config
+from gateway.runtime import Gateway, open_gateway
+from gateway.server import build_server
+
+ERAS = ["2025-11-25", "2026-07-28"]
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def gateway_config(
+    db: Path,
+    *backend_args: str,
+    store: str = "memory",
+    state_dir: Path,
+    tools: dict[str, Any] | None = None,
+    **extra: Any,
+) -> GatewayConfig:
+    """The default tool set over a stdio legacy backend on ``db``."""
+    from gateway.config import load_config
+
+    default = load_config()
+    data: dict[str, Any] = {
+        "gateway": {"store": store, "state_dir": str(state_dir)},
+        "backend": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": ["-m", "legacy_backend", "--stdio", "--db", str(db), *backend_args],
+            "call_timeout_seconds": 20,
+            **extra.pop("backend", {}),
+        },
+        "tools": tools if tools is not None else {name: tool.model_dump() for name, tool in default.tools.items()},
+        **extra,
+    }
+    return parse_config(data)
+
+
+class Clock:
+    """A settable clock for plan expiry."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@asynccontextmanager
+async def running_gateway(config: GatewayConfig, clock: Clock | None = None) -> AsyncIterator[Gateway]:
+    async with open_gateway(config, clock=clock or Clock()) as gw:
+        yield gw
+
+
+class Answers:
+    """An elicitation callback that answers from a script and records every prompt."""
+
+    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None) -> None:
+        self.action = action
+        self.content = {"confirm": True} if content is None else content
+        self.prompts: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params)
+        if self.action == "accept":
+            return types.ElicitResult(action="accept", content=self.content)
+        return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
+
+
+def connect(gw: Gateway, era: str, answers: Answers | None = None) -> Client:
+    """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
+    server = build_server(gw)
+    mode = "legacy" if era == "2025-11-25" else "auto"
+    return Client(server, mode=mode, elicitation_callback=answers)  # type: ignore[arg-type]
+
+
+def write_count(db: Path) -> int:
+    """Writes the backend has committed, from its own write_log."""
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM write_log").fetchone()[0])
+
+
+def tenant_state(db: Path, tenant_id: str) -> tuple[int, int]:
+    """(version, rows) of a tenant, read from the backend's file."""
+    with sqlite3.connect(db) as conn:
+        version = conn.execute("SELECT version FROM tenants WHERE id = ?", (tenant_id,)).fetchone()[0]
+        rows = conn.execute("SELECT COUNT(*) FROM rows WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
+    return int(version), int(rows)
+
+
+def error_code(result: types.CallToolResult) -> str:
+    """The stable code of an isError result."""
+    import json
+
+    assert result.is_error, result
+    assert result.structured_content is None
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return str(json.loads(block.text)["code"])
+
+
+def new_key() -> str:
+    return str(uuid.uuid4())
+
+
+async def preview(client: Client, tenant_id: str = "tn_checkout01", fixture: str = "empty") -> dict[str, Any]:
+    result = await client.call_tool("preview_tenant_reset", {"tenantId": tenant_id, "fixture": fixture})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+Call = Callable[..., Awaitable[types.CallToolResult]]
+
+
+def within(seconds: float = 60) -> Any:
+    return anyio.fail_after(seconds)
