@@ -72,6 +72,8 @@ class Clock:
 @asynccontextmanager
 async def running_gateway(config: GatewayConfig, clock: Clock | None = None) -> AsyncIterator[Gateway]:
     async with open_gateway(config, clock=clock or Clock()) as gw:
+        with anyio.fail_after(60):
+            await gw.catalog()  # starts the backend child, so tests can read its database
         yield gw
 
 
