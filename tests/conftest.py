@@ -140,3 +140,48 @@ Call = Callable[..., Awaitable[types.CallToolResult]]
 
 def within(seconds: float = 60) -> Any:
     return anyio.fail_after(seconds)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_for_port(port: int) -> None:
+    with anyio.fail_after(60):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+
+@asynccontextmanager
+async def process(args: list[str], port: int | None = None, **popen: Any) -> AsyncIterator[Any]:
+    """A real child process, waited for (its port open) and terminated afterwards."""
+    import subprocess
+
+    child = subprocess.Popen(args, **popen)  # noqa: ASYNC220 - a quick fork; the wait below is async
+    try:
+        if port is not None:
+            await wait_for_port(port)
+        yield child
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def http_backend(db: Path, port: int, *extra: str) -> Any:
+    """legacy-backend over streamable HTTP on a loopback port."""
+    args = [sys.executable, "-m", "legacy_backend", "--http", f"127.0.0.1:{port}", "--db", str(db), *extra]
+    return process(args, port)

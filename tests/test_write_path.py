@@ -1,0 +1,124 @@
+"""The write path's pure decisions: the key state machine and the outcome of a sent write."""
+
+from __future__ import annotations
+
+import json
+
+import mcp.types as types
+import pytest
+
+from gateway.backend import Reply
+from gateway.errors import ToolError
+from gateway.stores import KeyRecord, Plan
+from gateway.tenants import Tenant
+from gateway.write_path import (
+    KEY_TRANSITIONS,
+    LOST,
+    AfterLookup,
+    after_key_lookup,
+    check_can_ask,
+    next_key_state,
+    settle,
+)
+
+PLAN = Plan("pl_0123456789abcdefghij", "local", "reset_tenant", "tn_a", "empty", 3, 812, 0, expires_at=1e12)
+
+
+def tenant(version: int) -> Tenant:
+    return Tenant("tn_a", "A", 0, version, False)
+
+
+def test_every_listed_key_transition_is_legal_and_others_raise() -> None:
+    states = {state for state, _ in KEY_TRANSITIONS} | set(KEY_TRANSITIONS.values())
+    events = {event for _, event in KEY_TRANSITIONS}
+    for state in states:
+        for event in events:
+            if (state, event) in KEY_TRANSITIONS:
+                assert next_key_state(state, event) == KEY_TRANSITIONS[(state, event)]
+            else:
+                with pytest.raises(ValueError):
+                    next_key_state(state, event)
+
+
+def test_a_settled_key_never_goes_back_in_flight() -> None:
+    for final in ("applied", "unknown", "error"):
+        with pytest.raises(ValueError):
+            next_key_state(final, "claim")
+
+
+@pytest.mark.parametrize(
+    ("state", "plan_id", "expected"),
+    [
+        ("applied", PLAN.plan_id, AfterLookup.REPLAY),
+        ("unknown", PLAN.plan_id, AfterLookup.UNKNOWN),
+        ("in_flight", PLAN.plan_id, "request_in_progress"),
+        ("applied", "pl_other_other_other_other", "idempotency_key_reused"),
+    ],
+)
+def test_what_an_existing_key_means(state: str, plan_id: str, expected: object) -> None:
+    record = KeyRecord("local", "key-12345678", PLAN.plan_id, "tn_a", state)  # type: ignore[arg-type]
+    if isinstance(expected, AfterLookup):
+        assert after_key_lookup(record, plan_id) is expected
+    else:
+        with pytest.raises(ToolError) as raised:
+            after_key_lookup(record, plan_id)
+        assert raised.value.code == expected
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "can_ask"),
+    [
+        (None, False),
+        (types.ClientCapabilities(), False),
+        (types.ClientCapabilities(elicitation=types.ElicitationCapability()), True),
+        (
+            types.ClientCapabilities(elicitation=types.ElicitationCapability(form=types.FormElicitationCapability())),
+            True,
+        ),
+        (
+            types.ClientCapabilities(elicitation=types.ElicitationCapability(url=types.UrlElicitationCapability())),
+            False,
+        ),
+    ],
+    ids=["none", "no-elicitation", "empty-means-form", "form", "url-only"],
+)
+def test_only_a_form_capable_client_can_be_asked(capabilities: types.ClientCapabilities | None, can_ask: bool) -> None:
+    if can_ask:
+        check_can_ask(capabilities)
+    else:
+        with pytest.raises(ToolError) as raised:
+            check_can_ask(capabilities)
+        assert raised.value.code == "confirmation_unavailable"
+
+
+def test_a_well_formed_reply_is_applied_with_its_version() -> None:
+    reply = Reply(False, json.dumps({"id": "tn_a", "rowsDeleted": 812, "rowsInserted": 0, "version": 4}))
+    settlement = settle(PLAN, reply, None, "preview_tenant_reset")
+    assert settlement.state == "applied" and settlement.result["version"] == 4
+
+
+def test_a_malformed_reply_with_a_moved_target_is_applied_from_the_reread() -> None:
+    settlement = settle(PLAN, Reply(False, '{"id": "tn_a", "rowsDel'), tenant(4), "preview_tenant_reset")
+    assert settlement.state == "applied" and settlement.result["version"] == 4
+
+
+@pytest.mark.parametrize("reread", [None, tenant(3)], ids=["reread-failed", "version-unmoved"])
+def test_a_malformed_reply_without_proof_of_the_write_is_unknown(reread: Tenant | None) -> None:
+    settlement = settle(PLAN, Reply(False, "OK"), reread, "preview_tenant_reset")
+    assert settlement.state == "unknown"
+    error = settlement.error()
+    assert error is not None and error.code == "outcome_unknown"
+
+
+def test_a_lost_reply_is_unknown_with_the_current_target() -> None:
+    settlement = settle(PLAN, LOST, tenant(4), "preview_tenant_reset")
+    error = settlement.error()
+    assert settlement.state == "unknown" and error is not None
+    assert error.details == {"current": tenant(4).as_json()}
+
+
+def test_an_is_error_reply_is_a_backend_error() -> None:
+    settlement = settle(PLAN, Reply(True, "Internal error: storage unavailable"), None, "preview_tenant_reset")
+    error = settlement.error()
+    assert settlement.state == "error" and error is not None and error.code == "backend_error"
+    assert "storage" not in error.message
