@@ -1,0 +1,1 @@
+"""A deliberately unsafe legacy MCP server: one god-tool, `manage_tenant`, over a SQLite file."""
