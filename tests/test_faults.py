@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.conftest import (
@@ -123,4 +124,24 @@ async def test_a_backend_known_down_is_unavailable_and_the_same_key_works_later(
         await first_run.__aexit__(None, None, None)
     assert not later.is_error, later.content
     assert later.structured_content is not None and later.structured_content["replayed"] is False
+    assert write_count(db) == 1
+
+
+async def test_an_http_backend_that_commits_then_dies_is_outcome_unknown(tmp_path: Path) -> None:
+    db, port = tmp_path / "legacy.db", free_port()
+    config = gateway_config(
+        db, state_dir=tmp_path, backend={"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+    )
+    async with http_backend(db, port, "--seed-demo", "--fault", "drop-after-write:1"):
+        async with running_gateway(config) as gw, connect(gw, "2025-11-25", Answers()) as client:
+            args = {"planId": (await preview(client))["planId"], "idempotencyKey": new_key()}
+            with anyio.fail_after(30):
+                first = await client.call_tool("reset_tenant", args)
+            assert error_code(first) == "outcome_unknown"
+            assert write_count(db) == 1
+            async with http_backend(db, port):
+                retry = await client.call_tool("reset_tenant", args)
+                listed = await client.call_tool("list_tenants", {})
+    assert error_code(retry) == "outcome_unknown"
+    assert not listed.is_error  # the gateway reconnected to the restarted backend
     assert write_count(db) == 1
