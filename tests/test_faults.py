@@ -132,16 +132,19 @@ async def test_an_http_backend_that_commits_then_dies_is_outcome_unknown(tmp_pat
     config = gateway_config(
         db, state_dir=tmp_path, backend={"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
     )
-    async with http_backend(db, port, "--seed-demo", "--fault", "drop-after-write:1"):
-        async with running_gateway(config) as gw, connect(gw, "2025-11-25", Answers()) as client:
-            args = {"planId": (await preview(client))["planId"], "idempotencyKey": new_key()}
-            with anyio.fail_after(30):
-                first = await client.call_tool("reset_tenant", args)
-            assert error_code(first) == "outcome_unknown"
-            assert write_count(db) == 1
-            async with http_backend(db, port):
-                retry = await client.call_tool("reset_tenant", args)
-                listed = await client.call_tool("list_tenants", {})
+    async with (
+        http_backend(db, port, "--seed-demo", "--fault", "drop-after-write:1"),
+        running_gateway(config) as gw,
+        connect(gw, "2025-11-25", Answers()) as client,
+    ):
+        args = {"planId": (await preview(client))["planId"], "idempotencyKey": new_key()}
+        with anyio.fail_after(30):
+            first = await client.call_tool("reset_tenant", args)
+        assert error_code(first) == "outcome_unknown"
+        assert write_count(db) == 1
+        async with http_backend(db, port):
+            retry = await client.call_tool("reset_tenant", args)
+            listed = await client.call_tool("list_tenants", {})
     assert error_code(retry) == "outcome_unknown"
     assert not listed.is_error  # the gateway reconnected to the restarted backend
     assert write_count(db) == 1
