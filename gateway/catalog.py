@@ -5,6 +5,7 @@ The low-level MCP server validates nothing, so each tool carries compiled valida
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,31 +15,9 @@ from jsonschema import Draft202012Validator, FormatChecker
 from gateway.config import GatewayConfig, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import ToolError
 
-TENANT_ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"}
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
-COUNT = {"type": "integer", "minimum": 0}
-VERSION = {"type": "integer", "minimum": 0}
-
-TENANT = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "maxLength": 64},
-        "name": {"type": "string", "maxLength": 256},
-        "rows": COUNT,
-        "version": VERSION,
-        "protected": {"type": "boolean"},
-    },
-    "required": ["id", "name", "rows", "version", "protected"],
-    "additionalProperties": False,
-}
-
-READ_ONLY = types.ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-DESTRUCTIVE = types.ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
+CURSOR = {"type": "string", "minLength": 1, "maxLength": 512}
 
 
 @dataclass(frozen=True)
@@ -58,7 +37,7 @@ class PublishedTool:
             where = "/".join(str(part) for part in error.absolute_path) or "arguments"
             raise ToolError(
                 "invalid_arguments",
-                f"{self.name}: {where}: {_short(error.message)}. Fix the arguments to match the tool's inputSchema.",
+                f"{self.name}: {where}: {_short(error.message)}. Fix the arguments to match the inputSchema.",
             )
 
     def check_output(self, body: dict[str, Any]) -> None:
@@ -68,19 +47,18 @@ class PublishedTool:
             raise ValueError(f"{self.name} output does not match its outputSchema: {_short(error.message)}")
 
 
-def build_catalog(config: GatewayConfig, fixtures: list[str]) -> dict[str, PublishedTool]:
-    """Every configured tool, ready to list and validate against."""
+def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]]) -> dict[str, PublishedTool]:
+    """Every configured tool, ready to list and validate against. ``lookups`` supplies enum values."""
     catalog = {}
     for name, tool_config in config.tools.items():
-        input_schema, output_schema = _schemas(tool_config, fixtures)
-        annotations = DESTRUCTIVE if isinstance(tool_config, WriteTool) else READ_ONLY
+        input_schema, output_schema = _schemas(config, tool_config, lookups)
         tool = types.Tool(
             name=name,
             title=tool_config.title,
             description=tool_config.description,
             input_schema=input_schema,
             output_schema=output_schema,
-            annotations=annotations.model_copy(update={"title": tool_config.title}),
+            annotations=_annotations(tool_config),
         )
         catalog[name] = PublishedTool(
             name=name,
@@ -92,43 +70,59 @@ def build_catalog(config: GatewayConfig, fixtures: list[str]) -> dict[str, Publi
     return catalog
 
 
-def _schemas(tool: ToolConfig, fixtures: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _annotations(tool: ToolConfig) -> types.ToolAnnotations:
+    """All four hints, always explicit."""
+    if isinstance(tool, WriteTool):
+        return types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=False,
+            destructive_hint=tool.destructive,
+            idempotent_hint=True,
+            open_world_hint=tool.open_world,
+        )
+    return types.ToolAnnotations(
+        title=tool.title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+
+def _schemas(
+    config: GatewayConfig, tool: ToolConfig, lookups: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     if isinstance(tool, ReadTool):
-        inputs = _object(
-            {
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": tool.max_limit,
-                    "default": tool.default_limit,
-                },
-                "cursor": {"type": "string", "minLength": 1, "maxLength": 512},
-            },
-            required=[],
+        limit = {"type": "integer", "minimum": 1, "maximum": tool.max_limit, "default": tool.default_limit}
+        item = _object({name: field.json_schema for name, field in tool.fields.items()})
+        items = {"type": "array", "maxItems": tool.max_limit, "items": item}
+        return (
+            _object({"limit": limit, "cursor": CURSOR}, required=[]),
+            _object({tool.items_key: items, "nextCursor": {"type": "string"}}, required=[tool.items_key]),
         )
-        outputs = _object(
-            {
-                tool.items_key: {"type": "array", "maxItems": tool.max_limit, "items": TENANT},
-                "nextCursor": {"type": "string"},
-            },
-            required=[tool.items_key],
-        )
-        return inputs, outputs
+    preview = tool if isinstance(tool, PreviewTool) else config.preview_of(tool)
+    inputs = {
+        name: _input_schema(field.json_schema, field.enum_from, lookups) for name, field in preview.inputs.items()
+    }
     plan_fields = {
         "planId": PLAN_ID,
-        "tenantId": TENANT_ID,
-        "fixture": {"type": "string", "enum": fixtures},
-        "rowsDeleted": COUNT,
-        "rowsInserted": COUNT,
-        "version": VERSION,
+        **inputs,
+        **{name: field.json_schema for name, field in preview.summary.items()},
+        "version": preview.target.version_schema,
     }
+    always = [name for name in plan_fields if name not in preview.inputs or preview.inputs[name].required]
     if isinstance(tool, PreviewTool):
-        inputs = _object({"tenantId": TENANT_ID, "fixture": {"type": "string", "enum": fixtures}})
-        outputs = _object({**plan_fields, "expiresAt": {"type": "string", "format": "date-time"}})
-        return inputs, outputs
-    inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
-    outputs = _object({**plan_fields, "replayed": {"type": "boolean"}})
-    return inputs, outputs
+        required_inputs = [name for name, field in tool.inputs.items() if field.required]
+        expires = {"type": "string", "format": "date-time"}
+        outputs = _object({**plan_fields, "expiresAt": expires}, required=[*always, "expiresAt"])
+        return _object(inputs, required=required_inputs), outputs
+    write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
+    outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])
+    return write_inputs, outputs
+
+
+def _input_schema(
+    schema: dict[str, Any], enum_from: str | None, lookups: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    if enum_from is None:
+        return schema
+    return {**schema, "enum": sorted(lookups[enum_from])}
 
 
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

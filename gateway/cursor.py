@@ -18,18 +18,19 @@ class CursorCodec:
     def __init__(self, keys: list[bytes]) -> None:
         self._keys = [hashlib.sha256(_LABEL + key).digest() for key in keys]
 
-    def encode(self, tool: str, last_id: str) -> str:
-        """A cursor meaning 'after last_id' for one tool."""
-        body = _b64(json.dumps({"t": tool, "after": last_id}, separators=(",", ":")).encode())
+    def encode(self, tool: str, last: str | int) -> str:
+        """A cursor meaning 'after the item whose sort key is ``last``' for one tool."""
+        body = _b64(json.dumps({"t": tool, "after": last}, separators=(",", ":")).encode())
         return f"{body}.{_b64(self._sign(self._keys[0], body))}"
 
-    def decode(self, tool: str, cursor: str) -> str:
-        """The last id a cursor stands for; ToolError invalid_cursor for anything not minted here."""
+    def decode(self, tool: str, cursor: str) -> str | int:
+        """The sort key a cursor stands for; ToolError invalid_cursor for anything not minted here."""
         body, _, tag = cursor.partition(".")
         if any(hmac.compare_digest(_b64(self._sign(key, body)), tag) for key in self._keys):
             data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-            if data.get("t") == tool and isinstance(data.get("after"), str):
-                return str(data["after"])
+            after = data.get("after")
+            if data.get("t") == tool and isinstance(after, str | int) and not isinstance(after, bool):
+                return after
         raise ToolError(
             "invalid_cursor",
             f"This cursor was not issued by {tool}. Call {tool} without a cursor.",

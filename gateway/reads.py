@@ -1,4 +1,4 @@
-"""The read-only tools: a bounded page of tenants, and a preview that issues a plan."""
+"""The read-only tools: a bounded page of a backend list, and a preview that issues a plan."""
 
 from __future__ import annotations
 
@@ -10,52 +10,85 @@ from gateway.config import PreviewTool, ReadTool
 from gateway.errors import ToolError
 from gateway.runtime import Gateway
 from gateway.stores import Plan
+from gateway.targets import is_protected, version_of
+from gateway.templates import MISSING, at_path
 
 
 async def list_page(gw: Gateway, name: str, config: ReadTool, args: dict[str, Any]) -> dict[str, Any]:
-    """One page of tenants ordered by id, after the cursor's position."""
+    """One page ordered by the sort key, after the cursor's position, projected to the declared fields."""
     limit = args.get("limit", config.default_limit)
     after = gw.cursors.decode(name, args["cursor"]) if "cursor" in args else None
-    tenants = sorted(await gw.reader.all(config.action, config.items_key), key=lambda tenant: tenant.id)
-    remaining = [tenant for tenant in tenants if after is None or tenant.id > after]
+    keyed = []
+    for item in await gw.reader.items(config.call):
+        key = at_path(item, config.sort_key)
+        if not isinstance(key, str | int) or isinstance(key, bool):
+            raise ToolError(
+                "backend_error",
+                f"The backend's {config.call.action} list has an item without a usable "
+                f"{config.sort_key}. Nothing was changed.",
+            )
+        keyed.append((key, item))
+    keyed.sort(key=lambda pair: _order(pair[0]))
+    remaining = [(key, item) for key, item in keyed if after is None or _order(key) > _order(after)]
     page = remaining[:limit]
-    body: dict[str, Any] = {config.items_key: [tenant.as_json() for tenant in page]}
+    body: dict[str, Any] = {config.items_key: [_project(config, item) for _, item in page]}
     if len(remaining) > limit:
-        body["nextCursor"] = gw.cursors.encode(name, page[-1].id)
+        body["nextCursor"] = gw.cursors.encode(name, page[-1][0])
     return body
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
-    """Compute a reset's effect and store a caller-bound, expiring plan for it. Changes no tenant."""
-    fixtures = await gw.reader.fixtures(config.fixtures_action)
-    fixture = args["fixture"]
-    if fixture not in fixtures:
-        raise ToolError("invalid_arguments", f"Unknown fixture {fixture!r}. Use one of: {', '.join(fixtures)}.")
-    tenant = await gw.reader.get(config.read_action, args["tenantId"])
-    if tenant.protected:
-        raise ToolError("tenant_protected", f"{tenant.id} is protected; the gateway will not plan a reset for it.")
+    """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
+    target = config.target
+    target_id = args[config.target_input]
+    state = await gw.reader.get(target, target_id)
+    if is_protected(target, target_id, state):
+        raise ToolError("tenant_protected", f"{target_id} is protected; the gateway will not plan a change to it.")
+    summary = {}
+    for field_name, field in config.summary.items():
+        if field.target is not None:
+            value = at_path(state, field.target)
+        else:
+            assert field.lookup is not None and field.key is not None
+            table = await gw.reader.lookup(field.lookup, gw.config.lookups[field.lookup])
+            value = table.get(str(args.get(field.key)), MISSING)
+        if value is MISSING:
+            raise ToolError("backend_error", f"The backend gave no value for {field_name}. Nothing was changed.")
+        summary[field_name] = value
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
         caller=caller,
         tool=gw.config.write_tool_for(name),
-        target=tenant.id,
-        fixture=fixture,
-        version=tenant.version,
-        rows_deleted=tenant.rows,
-        rows_inserted=fixtures[fixture],
+        target=target_id,
+        version=version_of(target, state),
+        arguments=dict(args),
+        summary=summary,
         expires_at=now + config.plan_ttl_seconds,
     )
     await gw.store.put_plan(plan, now)
     return {
         "planId": plan.plan_id,
-        "tenantId": plan.target,
-        "fixture": plan.fixture,
-        "rowsDeleted": plan.rows_deleted,
-        "rowsInserted": plan.rows_inserted,
+        **plan.arguments,
+        **summary,
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
     }
+
+
+def _project(config: ReadTool, item: Any) -> dict[str, Any]:
+    projected = {}
+    for field_name, field in config.fields.items():
+        value = at_path(item, field.source)
+        if value is MISSING:
+            raise ToolError("backend_error", f"The backend's list item has no {field.source}. Nothing was changed.")
+        projected[field_name] = value
+    return projected
+
+
+def _order(key: str | int) -> tuple[int, str | int]:
+    # Numbers sort before strings, so a list mixing both still has one order.
+    return (0, key) if isinstance(key, int) else (1, key)
 
 
 def rfc3339(timestamp: float) -> str:

@@ -16,7 +16,7 @@ from gateway.config import GatewayConfig, PreviewTool
 from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
 from gateway.stores import Store, open_store
-from gateway.tenants import TenantReader
+from gateway.targets import TargetReader
 
 
 @dataclass
@@ -28,24 +28,28 @@ class Gateway:
     store: Store
     keys: list[bytes]
     clock: Callable[[], float] = time.time
-    reader: TenantReader = field(init=False)
+    reader: TargetReader = field(init=False)
     cursors: CursorCodec = field(init=False)
     _catalog: dict[str, PublishedTool] | None = field(default=None, init=False)
     _catalog_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False)
 
     def __post_init__(self) -> None:
-        self.reader = TenantReader(self.backend)
+        self.reader = TargetReader(self.backend)
         self.cursors = CursorCodec(self.keys)
 
     async def catalog(self) -> dict[str, PublishedTool]:
-        """The published tools; the first call reads the fixture list from the backend."""
+        """The published tools; the first call reads the lookups that input enums come from."""
         async with self._catalog_lock:
             if self._catalog is None:
-                fixtures: set[str] = set()
-                for tool in self.config.tools.values():
-                    if isinstance(tool, PreviewTool):
-                        fixtures.update(await self.reader.fixtures(tool.fixtures_action))
-                self._catalog = build_catalog(self.config, sorted(fixtures))
+                names = {
+                    field.enum_from
+                    for tool in self.config.tools.values()
+                    if isinstance(tool, PreviewTool)
+                    for field in tool.inputs.values()
+                    if field.enum_from is not None
+                }
+                lookups = {name: await self.reader.lookup(name, self.config.lookups[name]) for name in sorted(names)}
+                self._catalog = build_catalog(self.config, lookups)
             return self._catalog
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:

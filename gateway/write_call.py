@@ -20,6 +20,8 @@ from gateway.config import PreviewTool, WriteTool
 from gateway.errors import ToolError
 from gateway.runtime import Gateway
 from gateway.stores import AuditEntry, KeyRecord, Plan
+from gateway.targets import is_protected, version_of
+from gateway.templates import MISSING, render
 from gateway.write_path import (
     LOST,
     AfterLookup,
@@ -28,11 +30,11 @@ from gateway.write_path import (
     check_can_ask,
     check_plan,
     check_target,
-    confirmation_message,
     confirmation_schema,
     needs_reread,
     outcome_unknown_body,
     settle,
+    template_names,
 )
 
 AUDIT_OUTCOMES = {"outcome_unknown": "unknown", "backend_error": "backend_error"}
@@ -62,9 +64,15 @@ class WriteCall:
     preview: PreviewTool
     caller: str
 
-    @property
-    def read_action(self) -> str:
-        return self.preview.read_action
+    async def current(self, target_id: str) -> dict[str, Any] | None:
+        """The target as it reads now, or None."""
+        return await self.gw.reader.find(self.preview.target, target_id)
+
+    async def check_target(self, plan: Plan) -> None:
+        """Read the target and refuse if it moved on or became protected."""
+        target = self.preview.target
+        state = await self.gw.reader.get(target, plan.target)
+        check_target(plan, version_of(target, state), is_protected(target, plan.target, state), self.config.preview)
 
 
 async def run_write(
@@ -102,13 +110,13 @@ async def _decide(
         trail.target = record.target
         if verdict is AfterLookup.REPLAY:
             return {**(record.result or {}), "replayed": True}
-        raise ToolError(**outcome_unknown_body(await gw.reader.find(call.read_action, record.target)))
+        raise ToolError(**outcome_unknown_body(await call.current(record.target)))
     plan = check_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
     trail.target, trail.version_before = plan.target, plan.version
     check_can_ask(ctx.session.client_capabilities)
-    check_target(plan, await gw.reader.get(call.read_action, plan.target), preview_name)
+    await call.check_target(plan)
     question = confirm.Question(
-        message=confirmation_message(plan),
+        message=str(render(call.preview.message, template_names(plan, call.preview.target.noun))),
         schema=confirmation_schema(call.config.confirm, plan),
         caller=call.caller,
         plan_id=plan_id,
@@ -132,13 +140,14 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             return await _not_claimed(call, claim.existing, plan, record)
         with anyio.CancelScope(shield=True):
             try:
-                check_target(plan, await gw.reader.get(call.read_action, plan.target), preview_name)
+                await call.check_target(plan)
             except ToolError:
                 await gw.store.release(record)
                 raise
             reply: Reply | None
             try:
-                reply = await gw.backend.call(call.config.action, {"id": plan.target, "fixture": plan.fixture})
+                payload = render(call.config.call.payload, template_names(plan, call.preview.target.noun))
+                reply = await gw.backend.call(call.config.call.action, payload)
             except BackendUnavailable:
                 await gw.store.release(record)
                 raise ToolError(
@@ -147,8 +156,9 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
                 ) from None
             except OutcomeLost:
                 reply = LOST
-            reread = await gw.reader.find(call.read_action, plan.target) if needs_reread(reply) else None
-            settlement = settle(plan, reply, reread, preview_name)
+            current = await call.current(plan.target) if needs_reread(reply, call.config) else None
+            reread_version = version_of(call.preview.target, current) if current is not None else MISSING
+            settlement = settle(plan, reply, current, reread_version, call.config, preview_name)
             await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
     error = settlement.error()
     if error is not None:
@@ -162,7 +172,7 @@ async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, 
     if existing is not None:
         if after_key_lookup(existing, record.plan_id) is AfterLookup.REPLAY:
             return {**(existing.result or {}), "replayed": True}
-        raise ToolError(**outcome_unknown_body(await call.gw.reader.find(call.read_action, plan.target)))
+        raise ToolError(**outcome_unknown_body(await call.current(plan.target)))
     check_plan(
         await call.gw.store.get_plan(plan.plan_id, call.gw.clock()),
         call.caller,

@@ -30,9 +30,10 @@ from typing import Any
 import mcp.types as types
 
 from gateway.backend import Reply
+from gateway.config import WriteTool
 from gateway.errors import ToolError
 from gateway.stores.base import Expired, KeyRecord, KeyState, Plan
-from gateway.tenants import Tenant
+from gateway.templates import MISSING, at_path
 
 ABSENT = "absent"
 
@@ -103,33 +104,29 @@ def check_can_ask(capabilities: types.ClientCapabilities | None) -> None:
         )
 
 
-def check_target(plan: Plan, current: Tenant, preview: str) -> None:
+def check_target(plan: Plan, version: Any, protected: bool, preview: str) -> None:
     """Steps 6 and 8: the target is still what the plan was made from."""
-    if current.protected:
-        raise ToolError("tenant_protected", f"{current.id} is protected; the gateway will not reset it.")
-    if current.version != plan.version:
+    if protected:
+        raise ToolError("tenant_protected", f"{plan.target} is protected; the gateway will not change it.")
+    if version != plan.version:
         raise ToolError(
             "plan_stale",
-            f"{plan.target} changed since the preview (version {plan.version} -> {current.version}). "
-            f"Call {preview} again.",
+            f"{plan.target} changed since the preview (version {plan.version} -> {version}). Call {preview} again.",
             next_tool=preview,
         )
 
 
-def confirmation_message(plan: Plan) -> str:
-    """The question, with the effect in numbers."""
-    return (
-        f"Delete {plan.rows_deleted} rows in {plan.target} and load fixture "
-        f'"{plan.fixture}" ({plan.rows_inserted} rows)?'
-    )
+def template_names(plan: Plan, noun: str) -> dict[str, Any]:
+    """What a confirmation message or a write payload may name."""
+    return {**plan.arguments, **plan.summary, "target_id": plan.target, "version": plan.version, "noun": noun}
 
 
 def confirmation_schema(mode: str, plan: Plan) -> dict[str, Any]:
     """The form: a boolean ``confirm``, or a typed ``confirmTarget`` that must equal the target id."""
     if mode == "typed":
-        prop = {"type": "string", "title": f"Type {plan.target} to confirm", "maxLength": 64}
+        prop = {"type": "string", "title": f"Type {plan.target} to confirm", "maxLength": 128}
         return {"type": "object", "properties": {"confirmTarget": prop}, "required": ["confirmTarget"]}
-    prop = {"type": "boolean", "title": "Reset this tenant"}
+    prop = {"type": "boolean", "title": "Apply this change"}
     return {"type": "object", "properties": {"confirm": prop}, "required": ["confirm"]}
 
 
@@ -162,45 +159,53 @@ class Settlement:
         return None if self.state == "applied" else ToolError(**self.result)
 
 
-def needs_reread(reply: Reply | None) -> bool:
+def reported_version(reply: Reply | None, write: WriteTool) -> Any:
+    """The version the backend's answer reports after the write, or MISSING."""
+    if reply is LOST or reply.is_error or write.version_from is None:
+        return MISSING
+    version = at_path(at_path(reply.json(), write.call.path), write.version_from)
+    return version if isinstance(version, str | int) and not isinstance(version, bool) else MISSING
+
+
+def needs_reread(reply: Reply | None, write: WriteTool) -> bool:
     """Whether settling this reply needs a fresh read of the target."""
-    return reply is LOST or (not reply.is_error and _reported_version(reply) is None)
+    return reply is LOST or (not reply.is_error and reported_version(reply, write) is MISSING)
 
 
-def settle(plan: Plan, reply: Reply | None, reread: Tenant | None, preview: str) -> Settlement:
+def settle(
+    plan: Plan, reply: Reply | None, current: dict[str, Any] | None, reread_version: Any, write: WriteTool, preview: str
+) -> Settlement:
     """Step 9: the outcome of a sent write. A write that happened is never reported as a failure."""
     if reply is not LOST and reply.is_error:
-        return Settlement(
-            "error",
-            _error_body(
-                "backend_error",
-                f"The legacy backend refused the write. Call {preview} again before retrying.",
-                preview,
-            ),
-        )
-    base = {"planId": plan.plan_id, "tenantId": plan.target, "fixture": plan.fixture}
-    if reply is not LOST:
-        version = _reported_version(reply)
-        if version is not None:
-            data = reply.json()
-            counts = {
-                "rowsDeleted": _count(data.get("rowsDeleted"), plan.rows_deleted),
-                "rowsInserted": _count(data.get("rowsInserted"), plan.rows_inserted),
-            }
-            return Settlement("applied", {**base, **counts, "version": version})
-        if reread is not None and reread.version > plan.version:
-            counts = {"rowsDeleted": plan.rows_deleted, "rowsInserted": plan.rows_inserted}
-            return Settlement("applied", {**base, **counts, "version": reread.version})
-    return Settlement("unknown", outcome_unknown_body(reread))
+        message = f"The backend refused the write. Call {preview} again before retrying."
+        return Settlement("error", {"code": "backend_error", "message": message, "next_tool": preview})
+    base = {"planId": plan.plan_id, **plan.arguments, **plan.summary}
+    version = reported_version(reply, write)
+    if version is not MISSING:
+        data = at_path(reply.json(), write.call.path) if reply is not LOST else MISSING
+        return Settlement("applied", {**base, **_reported(write, data, plan), "version": version})
+    if reply is not LOST and reread_version is not MISSING and reread_version != plan.version:
+        return Settlement("applied", {**base, "version": reread_version})
+    return Settlement("unknown", outcome_unknown_body(current))
 
 
-def outcome_unknown_body(current: Tenant | None) -> dict[str, Any]:
+def _reported(write: WriteTool, data: Any, plan: Plan) -> dict[str, Any]:
+    """Summary values the backend reported after the write, where they have the planned value's type."""
+    reported = {}
+    for field, path in write.result.items():
+        value = at_path(data, path)
+        if type(value) is type(plan.summary.get(field)):
+            reported[field] = value
+    return reported
+
+
+def outcome_unknown_body(current: dict[str, Any] | None) -> dict[str, Any]:
     """The outcome_unknown refusal, carrying the target as it reads now (or null)."""
     return {
         "code": "outcome_unknown",
         "message": "The backend did not confirm whether the write happened. This key will never write again; "
-        "check details.current, and preview again with a new key only if the reset is still needed.",
-        "details": {"current": current.as_json() if current is not None else None},
+        "check details.current, and preview again with a new key only if the change is still needed.",
+        "details": {"current": current},
     }
 
 
@@ -213,17 +218,3 @@ def stored_error(record: KeyRecord) -> dict[str, Any]:
         "next_tool": body.get("next_tool"),
         "details": body.get("details"),
     }
-
-
-def _error_body(code: str, message: str, next_tool: str | None) -> dict[str, Any]:
-    return {"code": code, "message": message, "next_tool": next_tool}
-
-
-def _reported_version(reply: Reply) -> int | None:
-    data = reply.json()
-    version = data.get("version") if isinstance(data, dict) else None
-    return version if isinstance(version, int) and not isinstance(version, bool) else None
-
-
-def _count(value: Any, fallback: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else fallback

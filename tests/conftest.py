@@ -20,7 +20,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from gateway.config import GatewayConfig, parse_config
+from gateway.config import GatewayConfig, load_config, parse_config
 from gateway.runtime import Gateway, open_gateway
 from gateway.server import build_server
 
@@ -38,24 +38,23 @@ def gateway_config(
     store: str = "memory",
     state_dir: Path,
     tools: dict[str, Any] | None = None,
-    **extra: Any,
+    backend: dict[str, Any] | None = None,
+    base: Path | None = None,
+    backend_module: str = "legacy_backend",
 ) -> GatewayConfig:
-    """The default tool set over a stdio legacy backend on ``db``."""
-    from gateway.config import load_config
-
-    default = load_config()
-    data: dict[str, Any] = {
-        "gateway": {"store": store, "state_dir": str(state_dir)},
-        "backend": {
-            "transport": "stdio",
-            "command": sys.executable,
-            "args": ["-m", "legacy_backend", "--stdio", "--db", str(db), *backend_args],
-            "call_timeout_seconds": 20,
-            **extra.pop("backend", {}),
-        },
-        "tools": tools if tools is not None else {name: tool.model_dump() for name, tool in default.tools.items()},
-        **extra,
+    """A config file's tools and lookups (the default file unless ``base``) over a stdio backend on ``db``."""
+    data = load_config(base).model_dump(by_alias=True, exclude_none=True)
+    data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
+    data["backend"] = {
+        **data["backend"],
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-m", backend_module, "--stdio", "--db", str(db), *backend_args],
+        "call_timeout_seconds": 20,
+        **(backend or {}),
     }
+    if tools is not None:
+        data["tools"] = tools
     return parse_config(data)
 
 

@@ -34,7 +34,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def gw(db: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
-    tools = {name: tool.model_dump() for name, tool in load_config().tools.items()}
+    tools = {name: tool.model_dump(by_alias=True, exclude_none=True) for name, tool in load_config().tools.items()}
     tools["reset_tenant"].update(confirm="typed", prompt_timeout_seconds=1)
     config = gateway_config(db, "--seed-demo", state_dir=tmp_path_factory.mktemp("state"), tools=tools)
     async with running_gateway(config) as gateway:

@@ -8,9 +8,10 @@ import mcp.types as types
 import pytest
 
 from gateway.backend import Reply
+from gateway.config import WriteTool, load_config
 from gateway.errors import ToolError
 from gateway.stores import KeyRecord, Plan
-from gateway.tenants import Tenant
+from gateway.templates import MISSING
 from gateway.write_path import (
     KEY_TRANSITIONS,
     LOST,
@@ -21,11 +22,28 @@ from gateway.write_path import (
     settle,
 )
 
-PLAN = Plan("pl_0123456789abcdefghij", "local", "reset_tenant", "tn_a", "empty", 3, 812, 0, expires_at=1e12)
+PLAN = Plan(
+    "pl_0123456789abcdefghij",
+    "local",
+    "reset_tenant",
+    "tn_a",
+    version=3,
+    arguments={"tenantId": "tn_a", "fixture": "empty"},
+    summary={"rowsDeleted": 812, "rowsInserted": 0},
+    expires_at=1e12,
+)
+WRITE = load_config().tools["reset_tenant"]
+assert isinstance(WRITE, WriteTool)
+PREVIEW = "preview_tenant_reset"
 
 
-def tenant(version: int) -> Tenant:
-    return Tenant("tn_a", "A", 0, version, False)
+def tenant(version: int) -> dict[str, object]:
+    return {"id": "tn_a", "name": "A", "rows": 0, "version": version, "protected": False}
+
+
+def settled(reply: Reply | None, current: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
+    version = current["version"] if current is not None else MISSING
+    return settle(PLAN, reply, current, version, WRITE, PREVIEW)
 
 
 def test_every_listed_key_transition_is_legal_and_others_raise() -> None:
@@ -93,32 +111,33 @@ def test_only_a_form_capable_client_can_be_asked(capabilities: types.ClientCapab
 
 def test_a_well_formed_reply_is_applied_with_its_version() -> None:
     reply = Reply(False, json.dumps({"id": "tn_a", "rowsDeleted": 812, "rowsInserted": 0, "version": 4}))
-    settlement = settle(PLAN, reply, None, "preview_tenant_reset")
+    settlement = settled(reply)
     assert settlement.state == "applied" and settlement.result["version"] == 4
+    assert settlement.result["rowsDeleted"] == 812 and settlement.result["fixture"] == "empty"
 
 
 def test_a_malformed_reply_with_a_moved_target_is_applied_from_the_reread() -> None:
-    settlement = settle(PLAN, Reply(False, '{"id": "tn_a", "rowsDel'), tenant(4), "preview_tenant_reset")
+    settlement = settled(Reply(False, '{"id": "tn_a", "rowsDel'), tenant(4))
     assert settlement.state == "applied" and settlement.result["version"] == 4
 
 
 @pytest.mark.parametrize("reread", [None, tenant(3)], ids=["reread-failed", "version-unmoved"])
-def test_a_malformed_reply_without_proof_of_the_write_is_unknown(reread: Tenant | None) -> None:
-    settlement = settle(PLAN, Reply(False, "OK"), reread, "preview_tenant_reset")
+def test_a_malformed_reply_without_proof_of_the_write_is_unknown(reread: dict[str, object] | None) -> None:
+    settlement = settled(Reply(False, "OK"), reread)
     assert settlement.state == "unknown"
     error = settlement.error()
     assert error is not None and error.code == "outcome_unknown"
 
 
 def test_a_lost_reply_is_unknown_with_the_current_target() -> None:
-    settlement = settle(PLAN, LOST, tenant(4), "preview_tenant_reset")
+    settlement = settled(LOST, tenant(4))
     error = settlement.error()
     assert settlement.state == "unknown" and error is not None
-    assert error.details == {"current": tenant(4).as_json()}
+    assert error.details == {"current": tenant(4)}
 
 
 def test_an_is_error_reply_is_a_backend_error() -> None:
-    settlement = settle(PLAN, Reply(True, "Internal error: storage unavailable"), None, "preview_tenant_reset")
+    settlement = settled(Reply(True, "Internal error: storage unavailable"))
     error = settlement.error()
     assert settlement.state == "error" and error is not None and error.code == "backend_error"
     assert "storage" not in error.message

@@ -20,10 +20,9 @@ class Plan:
     caller: str
     tool: str
     target: str
-    fixture: str
-    version: int
-    rows_deleted: int
-    rows_inserted: int
+    version: Any
+    arguments: dict[str, Any]
+    summary: dict[str, Any]
     expires_at: float
     in_use_by: str | None = None
 
@@ -67,8 +66,8 @@ class AuditEntry:
     plan_id: str | None = None
     idempotency_key: str | None = None
     target: str | None = None
-    version_before: int | None = None
-    version_after: int | None = None
+    version_before: Any = None
+    version_after: Any = None
     confirmation: str | None = None
     code: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
