@@ -1,16 +1,20 @@
-"""Shared test harness: a real legacy-backend process per module, real SDK clients, real SQLite files.
+"""Shared test harness: real backend processes, real SDK clients, real SQLite files.
 
-The gateway spawns the backend itself (a stdio child, as in the default config) and is shared by every
-in-memory client of a module; tests assert on the backend's own SQLite file.
+Every safety test runs once per profile (tests/profiles.py): the default ``manage_tenant`` god-tool and a
+differently shaped ``manage_flags`` one, each wrapped by its own config file. The gateway spawns the backend
+itself (a stdio child, as in the default config) and is shared by every in-memory client of a module; tests
+assert on the backend's own SQLite file.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import json
+import socket
+import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from mcp import Client
 from gateway.config import GatewayConfig, load_config, parse_config
 from gateway.runtime import Gateway, open_gateway
 from gateway.server import build_server
+from tests.profiles import PROFILES, Profile
 
 ERAS = ["2025-11-25", "2026-07-28"]
 
@@ -32,30 +37,45 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def gateway_config(
+@pytest.fixture(scope="module", params=PROFILES, ids=str)
+def profile(request: pytest.FixtureRequest) -> Profile:
+    """The god-tool under test; module-scoped so that each module's shared gateway serves one profile."""
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=ERAS)
+def era(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def config_data(
+    profile: Profile,
     db: Path,
     *backend_args: str,
     store: str = "memory",
     state_dir: Path,
-    tools: dict[str, Any] | None = None,
+    tools: Callable[[dict[str, Any]], None] | None = None,
     backend: dict[str, Any] | None = None,
-    base: Path | None = None,
-    backend_module: str = "legacy_backend",
-) -> GatewayConfig:
-    """A config file's tools and lookups (the default file unless ``base``) over a stdio backend on ``db``."""
-    data = load_config(base).model_dump(by_alias=True, exclude_none=True)
+) -> dict[str, Any]:
+    """The profile's config file as data, over a stdio backend on ``db``, with state under ``state_dir``."""
+    data = load_config(profile.config).model_dump(by_alias=True, exclude_none=True)
     data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
     data["backend"] = {
         **data["backend"],
         "transport": "stdio",
         "command": sys.executable,
-        "args": ["-m", backend_module, "--stdio", "--db", str(db), *backend_args],
+        "args": ["-m", profile.backend_module, "--stdio", "--db", str(db), *backend_args],
         "call_timeout_seconds": 20,
         **(backend or {}),
     }
     if tools is not None:
-        data["tools"] = tools
-    return parse_config(data)
+        tools(data["tools"])
+    return data
+
+
+def gateway_config(profile: Profile, db: Path, *backend_args: str, **options: Any) -> GatewayConfig:
+    """config_data, validated."""
+    return parse_config(config_data(profile, db, *backend_args, **options))
 
 
 class Clock:
@@ -91,31 +111,15 @@ class Answers:
         return types.ElicitResult(action=self.action)  # type: ignore[arg-type]
 
 
-def connect(gw: Gateway, era: str, answers: Answers | None = None) -> Client:
+def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
     """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
     server = build_server(gw)
     mode = "legacy" if era == "2025-11-25" else "auto"
-    return Client(server, mode=mode, elicitation_callback=answers)  # type: ignore[arg-type]
-
-
-def write_count(db: Path) -> int:
-    """Writes the backend has committed, from its own write_log."""
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM write_log").fetchone()[0])
-
-
-def tenant_state(db: Path, tenant_id: str) -> tuple[int, int]:
-    """(version, rows) of a tenant, read from the backend's file."""
-    with sqlite3.connect(db) as conn:
-        version = conn.execute("SELECT version FROM tenants WHERE id = ?", (tenant_id,)).fetchone()[0]
-        rows = conn.execute("SELECT COUNT(*) FROM rows WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
-    return int(version), int(rows)
+    return Client(server, mode=mode, elicitation_callback=answers)
 
 
 def error_code(result: types.CallToolResult) -> str:
-    """The stable code of an isError result."""
-    import json
-
+    """The stable code of an isError result (which must carry no structuredContent)."""
     assert result.is_error, result
     assert result.structured_content is None
     block = result.content[0]
@@ -123,27 +127,31 @@ def error_code(result: types.CallToolResult) -> str:
     return str(json.loads(block.text)["code"])
 
 
+def error_body(result: types.CallToolResult) -> dict[str, Any]:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return dict(json.loads(block.text))
+
+
 def new_key() -> str:
     return str(uuid.uuid4())
 
 
-async def preview(client: Client, tenant_id: str = "tn_checkout01", fixture: str = "empty") -> dict[str, Any]:
-    result = await client.call_tool("preview_tenant_reset", {"tenantId": tenant_id, "fixture": fixture})
+async def preview(client: Client, profile: Profile, target: str | None = None, variant: int = 0) -> dict[str, Any]:
+    """A plan for ``target`` (the profile's main one by default)."""
+    result = await client.call_tool(profile.preview_tool, profile.preview_args(target, variant))
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return result.structured_content
 
 
-Call = Callable[..., Awaitable[types.CallToolResult]]
-
-
-def within(seconds: float = 60) -> Any:
-    return anyio.fail_after(seconds)
+def applied_body(plan: dict[str, Any], version: int, replayed: bool = False) -> dict[str, Any]:
+    """What a write reports for a plan: the plan's fields, the version after, and whether it replayed."""
+    body = {name: value for name, value in plan.items() if name != "expiresAt"}
+    return {**body, "version": version, "replayed": replayed}
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -164,8 +172,6 @@ async def wait_for_port(port: int) -> None:
 @asynccontextmanager
 async def process(args: list[str], port: int | None = None, **popen: Any) -> AsyncIterator[Any]:
     """A real child process, waited for (its port open) and terminated afterwards."""
-    import subprocess
-
     child = subprocess.Popen(args, **popen)  # noqa: ASYNC220 - a quick fork; the wait below is async
     try:
         if port is not None:
@@ -180,7 +186,36 @@ async def process(args: list[str], port: int | None = None, **popen: Any) -> Asy
             child.wait()
 
 
-def http_backend(db: Path, port: int, *extra: str) -> Any:
-    """legacy-backend over streamable HTTP on a loopback port."""
-    args = [sys.executable, "-m", "legacy_backend", "--http", f"127.0.0.1:{port}", "--db", str(db), *extra]
+def http_backend(profile: Profile, db: Path, port: int, *extra: str) -> Any:
+    """The profile's backend over streamable HTTP on a loopback port."""
+    args = [sys.executable, "-m", profile.backend_module, "--http", f"127.0.0.1:{port}", "--db", str(db), *extra]
     return process(args, port)
+
+
+def write_toml(data: dict[str, Any], path: Path) -> Path:
+    """Write config data as TOML: one table per section, values inline."""
+    lines: list[str] = []
+
+    def value(item: Any) -> str:
+        if isinstance(item, bool):
+            return "true" if item else "false"
+        if isinstance(item, int | float):
+            return repr(item)
+        if isinstance(item, str):
+            return json.dumps(item)
+        if isinstance(item, list):
+            return "[" + ", ".join(value(element) for element in item) + "]"
+        return "{" + ", ".join(f"{json.dumps(key)} = {value(element)}" for key, element in item.items()) + "}"
+
+    def table(prefix: str, section: dict[str, Any]) -> None:
+        lines.append(f"[{prefix}]")
+        lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in section.items())
+
+    for name, section in data.items():
+        if name in {"tools", "lookups"}:
+            for entry, body in section.items():
+                table(f"{name}.{json.dumps(entry)}", body)
+        else:
+            table(name, section)
+    path.write_text("\n".join(lines) + "\n")
+    return path

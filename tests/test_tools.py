@@ -11,37 +11,32 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
-from tests.conftest import ERAS, connect, error_code, gateway_config, running_gateway, tenant_state, write_count
+from tests.conftest import connect, error_code, gateway_config, running_gateway
+from tests.profiles import Profile
 
 pytestmark = pytest.mark.anyio
 
-SAMPLE_ARGS: dict[str, dict[str, Any]] = {
-    "list_tenants": {},
-    "preview_tenant_reset": {"tenantId": "tn_checkout01", "fixture": "empty"},
-}
+
+@pytest.fixture(scope="module")
+def db(profile: Profile, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp(profile.name) / "backend.db"
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("backend") / "legacy.db"
-
-
-@pytest.fixture(scope="module")
-async def gw(db: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
-    config = gateway_config(db, "--seed-demo", state_dir=tmp_path_factory.mktemp("state"))
+async def gw(profile: Profile, db: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    config = gateway_config(profile, db, *profile.seed_demo, state_dir=tmp_path_factory.mktemp("state"))
     async with running_gateway(config) as gateway:
         yield gateway
 
 
-@pytest.fixture(params=ERAS)
-def era(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+def sample_args(profile: Profile) -> dict[str, dict[str, Any]]:
+    return {profile.list_tool: {}, profile.preview_tool: profile.preview_args()}
 
 
-async def test_every_tool_states_all_hints_and_has_an_output_schema(gw: Gateway, era: str) -> None:
+async def test_every_tool_states_all_hints_and_has_an_output_schema(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         tools = (await client.list_tools()).tools
-    assert {tool.name for tool in tools} == {"list_tenants", "preview_tenant_reset", "reset_tenant"}
+    assert {tool.name for tool in tools} == {profile.list_tool, profile.preview_tool, profile.write_tool}
     for tool in tools:
         assert tool.annotations is not None, tool.name
         hints = tool.annotations.model_dump(by_alias=True, exclude_none=True)
@@ -49,113 +44,130 @@ async def test_every_tool_states_all_hints_and_has_an_output_schema(gw: Gateway,
         assert hints["openWorldHint"] is False
         assert tool.output_schema is not None, tool.name
         assert tool.input_schema.get("additionalProperties") is False, tool.name
-    reset = next(tool for tool in tools if tool.name == "reset_tenant")
-    assert reset.annotations is not None
-    assert reset.annotations.read_only_hint is False
-    assert reset.annotations.destructive_hint is True
-    assert reset.annotations.idempotent_hint is True
+    write = next(tool for tool in tools if tool.name == profile.write_tool)
+    assert write.annotations is not None
+    assert write.annotations.read_only_hint is False
+    assert write.annotations.destructive_hint is True
+    assert write.annotations.idempotent_hint is True
+    assert set(write.input_schema["properties"]) == {"planId", "idempotencyKey"}
 
 
-async def test_the_god_tool_is_not_listed_and_cannot_be_called(gw: Gateway, era: str, db: Path) -> None:
-    before = write_count(db)
+async def test_the_god_tool_is_not_listed_and_cannot_be_called(
+    gw: Gateway, profile: Profile, era: str, db: Path
+) -> None:
+    before = profile.write_count(db)
+    god_tool = gw.config.backend.tool
     async with connect(gw, era) as client:
-        assert "manage_tenant" not in {tool.name for tool in (await client.list_tools()).tools}
+        assert god_tool not in {tool.name for tool in (await client.list_tools()).tools}
         with pytest.raises(MCPError) as raised:
-            await client.call_tool("manage_tenant", {"action": "wipe", "payload": {"id": "tn_checkout01"}})
+            await client.call_tool(god_tool, {"action": "wipe", "payload": {"id": profile.main}})
     assert raised.value.code == types.INVALID_PARAMS
-    assert write_count(db) == before
+    assert profile.write_count(db) == before
 
 
-async def test_unknown_tool_is_a_json_rpc_invalid_params_error(gw: Gateway, era: str) -> None:
+async def test_unknown_tool_is_a_json_rpc_invalid_params_error(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         with pytest.raises(MCPError) as raised:
-            await client.call_tool("reset_tenants", {})
+            await client.call_tool(profile.write_tool + "s", {})
     assert raised.value.code == types.INVALID_PARAMS
 
 
-async def test_every_read_only_tool_in_tools_list_changes_nothing(gw: Gateway, era: str, db: Path) -> None:
-    before_writes, before_state = write_count(db), tenant_state(db, "tn_checkout01")
+async def test_every_read_only_tool_in_tools_list_changes_nothing(
+    gw: Gateway, profile: Profile, era: str, db: Path
+) -> None:
+    before = profile.write_count(db), profile.snapshot(db, profile.main)
+    samples = sample_args(profile)
     async with connect(gw, era) as client:
-        read_only = [tool for tool in (await client.list_tools()).tools if tool.annotations.read_only_hint]
+        tools = (await client.list_tools()).tools
+        read_only = [tool for tool in tools if tool.annotations and tool.annotations.read_only_hint]
         assert read_only
         for tool in read_only:
-            assert tool.name in SAMPLE_ARGS, f"add sample arguments for {tool.name}"
-            result = await client.call_tool(tool.name, SAMPLE_ARGS[tool.name])
+            assert tool.name in samples, f"add sample arguments for {tool.name}"
+            result = await client.call_tool(tool.name, samples[tool.name])
             assert not result.is_error, (tool.name, result.content)
-    assert write_count(db) == before_writes
-    assert tenant_state(db, "tn_checkout01") == before_state
+    assert (profile.write_count(db), profile.snapshot(db, profile.main)) == before
 
 
-async def test_success_carries_structured_content_and_the_same_json_as_text(gw: Gateway, era: str) -> None:
+async def test_success_carries_structured_content_and_the_same_json_as_text(
+    gw: Gateway, profile: Profile, era: str
+) -> None:
     import json
 
     async with connect(gw, era) as client:
-        result = await client.call_tool("list_tenants", {})
+        result = await client.call_tool(profile.list_tool, {})
     block = result.content[0]
     assert isinstance(block, types.TextContent)
+    assert result.structured_content is not None
     assert json.loads(block.text) == result.structured_content
-    ids = [tenant["id"] for tenant in result.structured_content["tenants"]]
-    assert ids == sorted(ids) and "tn_prod_eu" in ids
+    ids = [item[profile.id_field] for item in result.structured_content[profile.items_key]]
+    assert ids == sorted(ids) and profile.protected in ids
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments"),
-    [
-        ("list_tenants", {"limit": 500}),
-        ("list_tenants", {"limit": 0}),
-        ("list_tenants", {"limit": "10"}),
-        ("list_tenants", {"limit": 10.5}),
-        ("list_tenants", {"limit": True}),
-        ("list_tenants", {"page": 2}),
-        ("preview_tenant_reset", {"tenantId": "tn_checkout01"}),
-        ("preview_tenant_reset", {"tenantId": "tn_checkout01", "fixture": "nope"}),
-        ("preview_tenant_reset", {"tenantId": "../etc", "fixture": "empty"}),
-        ("preview_tenant_reset", {"tenantId": 7, "fixture": "empty"}),
-        ("preview_tenant_reset", {"tenantId": "tn_checkout01", "fixture": "empty", "force": True}),
-        ("reset_tenant", {"planId": "pl_x", "idempotencyKey": "k"}),
-        ("reset_tenant", {"planId": "pl_aaaaaaaaaaaaaaaaaaaaaa"}),
-        ("reset_tenant", {"tenantId": "tn_checkout01", "fixture": "empty", "idempotencyKey": "key-12345678"}),
-    ],
-)
+def bad_arguments(profile: Profile) -> list[tuple[str, dict[str, Any]]]:
+    good = profile.preview_args()
+    return [
+        (profile.list_tool, {"limit": 500}),
+        (profile.list_tool, {"limit": 0}),
+        (profile.list_tool, {"limit": "10"}),
+        (profile.list_tool, {"limit": 10.5}),
+        (profile.list_tool, {"limit": True}),
+        (profile.list_tool, {"page": 2}),
+        (profile.preview_tool, {profile.target_arg: profile.main}),
+        (profile.preview_tool, {**good, profile.choice_arg: "nope"}),
+        (profile.preview_tool, {**good, profile.target_arg: "../etc"}),
+        (profile.preview_tool, {**good, profile.target_arg: 7}),
+        (profile.preview_tool, {**good, "force": True}),
+        (profile.write_tool, {"planId": "pl_x", "idempotencyKey": "k"}),
+        (profile.write_tool, {"planId": "pl_aaaaaaaaaaaaaaaaaaaaaa"}),
+        (profile.write_tool, {**good, "idempotencyKey": "key-12345678"}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(14))
 async def test_bad_arguments_are_refused_without_coercion_or_backend_writes(
-    gw: Gateway, era: str, db: Path, tool: str, arguments: dict[str, Any]
+    gw: Gateway, profile: Profile, era: str, db: Path, case: int
 ) -> None:
-    before = write_count(db)
+    tool, arguments = bad_arguments(profile)[case]
+    before = profile.write_count(db)
     async with connect(gw, era) as client:
         result = await client.call_tool(tool, arguments)
-    assert error_code(result) == "invalid_arguments"
-    assert write_count(db) == before
+    assert error_code(result) == "invalid_arguments", (tool, arguments)
+    assert profile.write_count(db) == before
 
 
-async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, era: str) -> None:
+async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, profile: Profile, era: str) -> None:
     deep: Any = "x"
     for _ in range(40):
         deep = {"a": deep}
     async with connect(gw, era) as client:
-        nested = await client.call_tool("list_tenants", {"cursor": deep})
-        long = await client.call_tool("list_tenants", {"cursor": "x" * 70_000})
+        nested = await client.call_tool(profile.list_tool, {"cursor": deep})
+        long = await client.call_tool(profile.list_tool, {"cursor": "x" * 70_000})
     assert error_code(nested) == "request_too_large"
     assert error_code(long) == "request_too_large"
 
 
-async def test_preview_of_a_protected_tenant_gives_no_plan(gw: Gateway, era: str) -> None:
+async def test_preview_of_a_protected_target_gives_no_plan(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
-        result = await client.call_tool("preview_tenant_reset", {"tenantId": "tn_prod_eu", "fixture": "empty"})
+        result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.protected))
     assert error_code(result) == "tenant_protected"
 
 
-async def test_preview_of_an_absent_tenant_is_not_found(gw: Gateway, era: str) -> None:
+async def test_preview_of_an_absent_target_is_not_found(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
-        result = await client.call_tool("preview_tenant_reset", {"tenantId": "tn_nobody", "fixture": "empty"})
+        result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.absent))
     assert error_code(result) == "tenant_not_found"
 
 
-async def test_preview_states_the_effect_in_numbers(gw: Gateway, era: str, db: Path) -> None:
-    version, rows = tenant_state(db, "tn_checkout01")
+async def test_preview_returns_a_random_expiring_plan_at_the_current_version(
+    gw: Gateway, profile: Profile, era: str, db: Path
+) -> None:
     async with connect(gw, era) as client:
-        result = await client.call_tool("preview_tenant_reset", {"tenantId": "tn_checkout01", "fixture": "smoke"})
-    plan = result.structured_content
-    assert plan is not None
+        first = await client.call_tool(profile.preview_tool, profile.preview_args(variant=1))
+        second = await client.call_tool(profile.preview_tool, profile.preview_args(variant=1))
+    plan, again = first.structured_content, second.structured_content
+    assert plan is not None and again is not None
     assert plan["planId"].startswith("pl_") and len(plan["planId"]) >= 22
-    assert (plan["rowsDeleted"], plan["rowsInserted"], plan["version"]) == (rows, 25, version)
+    assert plan["planId"] != again["planId"]
+    assert plan["version"] == profile.version(db, profile.main)
     assert plan["expiresAt"].endswith("Z")
+    assert plan[profile.target_arg] == profile.main and plan[profile.choice_arg] == profile.choices[1]
