@@ -111,6 +111,11 @@ class Backend:
             except OutcomeLost as exc:
                 raise BackendUnavailable(action) from exc
 
+    async def list_tools(self) -> list[types.Tool]:
+        """The backend's own tools (for ``check``)."""
+        client = await self._connection()
+        return list((await client.list_tools()).tools)
+
     async def probe(self) -> bool:
         """Whether the backend can be reached now."""
         try:

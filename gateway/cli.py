@@ -1,4 +1,4 @@
-"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio."""
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, or check a config against its backend."""
 
 from __future__ import annotations
 
@@ -29,15 +29,21 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    check = commands.add_parser("check", help="validate a config against its backend and print the tools")
+    check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
     args = parser.parse_args(argv)
 
     # stdout carries the protocol in stdio mode: every log line goes to stderr.
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
+    level = getattr(args, "log_level", "error")
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
+    if args.command == "check":
+        return anyio.run(run_check, config, args.schemas)
     if args.stdio:
         anyio.run(serve_stdio, config)
         return 0
@@ -60,6 +66,13 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+async def run_check(config: GatewayConfig, schemas: bool) -> int:
+    """The ``check`` subcommand."""
+    from gateway.check import check
+
+    return await check(config, print, schemas=schemas)
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
