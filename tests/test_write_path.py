@@ -141,3 +141,18 @@ def test_an_is_error_reply_is_a_backend_error() -> None:
     error = settlement.error()
     assert settlement.state == "error" and error is not None and error.code == "backend_error"
     assert "storage" not in error.message
+
+
+def test_protection_comes_from_a_field_or_an_id_glob() -> None:
+    from gateway.config import PreviewTool
+    from gateway.targets import is_protected
+
+    from tests.profiles import FLAGS
+
+    preview = load_config(FLAGS.config).tools[FLAGS.preview_tool]
+    assert isinstance(preview, PreviewTool)
+    target = preview.target
+    assert is_protected(target, "prod.anything", {"meta": {"locked": False}})
+    assert is_protected(target, "checkout.x", {"meta": {"locked": True}})
+    assert not is_protected(target, "checkout.x", {"meta": {"locked": False}})
+    assert not is_protected(target, "production.x", {"meta": {"locked": "yes"}})
