@@ -146,7 +146,6 @@ def test_an_is_error_reply_is_a_backend_error() -> None:
 def test_protection_comes_from_a_field_or_an_id_glob() -> None:
     from gateway.config import PreviewTool
     from gateway.targets import is_protected
-
     from tests.profiles import FLAGS
 
     preview = load_config(FLAGS.config).tools[FLAGS.preview_tool]
