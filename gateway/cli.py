@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--insecure-listen-without-auth",
+        action="store_true",
+        help="allow a non-loopback --host with no [auth] verifier configured (anyone who can reach it can write)",
+    )
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
@@ -47,15 +52,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.stdio:
         anyio.run(serve_stdio, config)
         return 0
-    if not is_loopback(args.host):
-        print(
-            f"mcp-safety-gateway: refusing to listen on {args.host}: no authentication is configured, "
-            "so the gateway only listens on a loopback address.",
-            file=sys.stderr,
-        )
+    refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
+    if refusal is not None:
+        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
     anyio.run(serve_http, config, args.host, args.port, args.log_level)
     return 0
+
+
+def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
+    """Why the gateway will not listen on ``host``, or None when it may."""
+    if is_loopback(host) or config.auth.verifier != "none":
+        return None
+    if insecure:
+        log.warning("LISTENING ON %s WITHOUT AUTHENTICATION: anyone who can reach it can reset tenants", host)
+        return None
+    return (
+        f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
+        "listens on a loopback address. Configure a verifier, or pass --insecure-listen-without-auth."
+    )
 
 
 def is_loopback(host: str) -> bool:

@@ -40,6 +40,70 @@ class Limits(Model):
     max_string_bytes: int = Field(65_536, gt=0)
 
 
+class StaticToken(Model):
+    """A bearer token known by its SHA-256 (hex); the token itself is never stored."""
+
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    client_id: str
+    subject: str | None = None
+    scopes: list[str] = []
+
+
+class JwtVerifier(Model):
+    issuer: str
+    audience: str | None = None
+    algorithms: list[str] = ["RS256", "ES256"]
+    jwks_url: str | None = None
+    public_key_file: str | None = None
+    leeway_seconds: int = Field(30, ge=0)
+    jwks_cache_seconds: int = Field(300, ge=1)
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> JwtVerifier:
+        if (self.jwks_url is None) == (self.public_key_file is None):
+            raise ValueError("set exactly one of jwks_url or public_key_file")
+        if any(algorithm.upper().startswith("HS") or algorithm == "none" for algorithm in self.algorithms):
+            raise ValueError("algorithms must be asymmetric (RS*, PS*, ES*, EdDSA)")
+        return self
+
+
+class IntrospectionVerifier(Model):
+    endpoint: str
+    client_id_env: str | None = None
+    client_secret_env: str | None = None
+    cache_seconds: float = Field(30.0, ge=0)
+
+
+class AuthSection(Model):
+    verifier: Literal["none", "static", "jwt", "introspection"] = "none"
+    resource_url: str | None = None
+    authorization_servers: list[str] = []
+    required_scopes: list[str] = []
+    tokens: list[StaticToken] = []
+    jwt: JwtVerifier | None = None
+    introspection: IntrospectionVerifier | None = None
+
+    @model_validator(mode="after")
+    def _verifier_is_configured(self) -> AuthSection:
+        if self.verifier == "none":
+            return self
+        if not self.resource_url:
+            raise ValueError(f"verifier {self.verifier!r} needs auth.resource_url (this gateway's /mcp URL)")
+        if self.verifier == "static" and not self.tokens:
+            raise ValueError("verifier 'static' needs at least one [[auth.tokens]] entry")
+        if self.verifier == "jwt" and self.jwt is None:
+            raise ValueError("verifier 'jwt' needs an [auth.jwt] table")
+        if self.verifier == "introspection" and self.introspection is None:
+            raise ValueError("verifier 'introspection' needs an [auth.introspection] table")
+        return self
+
+
+class HttpSection(Model):
+    dns_rebinding_protection: bool = True
+    allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    allowed_origins: list[str] = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
 class BackendSection(Model):
     transport: Literal["stdio", "http"] = "stdio"
     command: str | None = None
@@ -89,7 +153,14 @@ class OutputField(Model):
     json_schema: dict[str, Any] = Field(alias="schema")
 
 
-class ReadTool(Model):
+class ToolAccess(Model):
+    """Who may see and call a tool: the scopes a caller needs, and whether others can tell it exists."""
+
+    scopes: list[str] | None = None
+    hidden_when_unauthorized: bool = True
+
+
+class ReadTool(ToolAccess):
     kind: Literal["read"]
     call: Call
     title: str | None = None
@@ -151,7 +222,7 @@ class SummaryField(Model):
         return self
 
 
-class PreviewTool(Model):
+class PreviewTool(ToolAccess):
     kind: Literal["preview"]
     title: str | None = None
     description: str
@@ -189,7 +260,7 @@ class PreviewTool(Model):
         return {"target_id", "version", "noun", *self.inputs, *self.summary}
 
 
-class WriteTool(Model):
+class WriteTool(ToolAccess):
     kind: Literal["write"]
     preview: str
     call: Call
@@ -207,9 +278,14 @@ class WriteTool(Model):
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]
 
 
+DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write": ["tenants:reset"]}
+
+
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
     limits: Limits = Limits()
+    auth: AuthSection = AuthSection()
+    http: HttpSection = HttpSection()
     backend: BackendSection
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]
@@ -249,6 +325,11 @@ class GatewayConfig(Model):
             if isinstance(tool, WriteTool) and tool.preview == preview:
                 return name
         raise ConfigError(f"no write tool names {preview!r} as its preview")
+
+    def scopes_of(self, name: str) -> list[str]:
+        """The scopes a caller needs for a tool (its own, or the default for its kind)."""
+        tool = self.tools[name]
+        return tool.scopes if tool.scopes is not None else DEFAULT_SCOPES[tool.kind]
 
     def preview_of(self, write: WriteTool) -> PreviewTool:
         """The preview tool that issues a write tool's plans."""

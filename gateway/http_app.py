@@ -1,15 +1,23 @@
-"""The HTTP face: streamable HTTP at /mcp (stateful, SSE, so 2025 clients can be asked), plus health probes."""
+"""The HTTP face: streamable HTTP at /mcp (stateful, SSE, so 2025 clients can be asked), health probes, and,
+with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
+``WWW-Authenticate``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import urlparse
 
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 
+from gateway.auth import build_verifier
+from gateway.config import GatewayConfig
 from gateway.runtime import Gateway
 from gateway.server import build_server
 
@@ -17,12 +25,22 @@ from gateway.server import build_server
 def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
     """The ASGI app for a started gateway."""
     server = build_server(gw)
+    config = gw.config
+    verifier = build_verifier(config.auth)
+    auth = _auth_settings(config) if verifier is not None else None
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=False,
         json_response=False,
-        max_request_body_size=gw.config.limits.max_body_bytes,
+        max_request_body_size=config.limits.max_body_bytes,
         host=host,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=config.http.dns_rebinding_protection,
+            allowed_hosts=config.http.allowed_hosts,
+            allowed_origins=config.http.allowed_origins,
+        ),
+        auth=auth,
+        token_verifier=verifier,
     )
 
     async def healthz(request: Request) -> JSONResponse:
@@ -38,7 +56,47 @@ def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
         async with server.session_manager.run():
             yield
 
-    return Starlette(
-        routes=[Route("/healthz", healthz), Route("/readyz", readyz), Mount("/", app=mcp_app)],
-        lifespan=lifespan,
+    routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz)]
+    if auth is not None:
+        routes += _metadata_routes(config, auth)
+    return Starlette(routes=[*routes, Mount("/", app=mcp_app)], lifespan=lifespan)
+
+
+def _auth_settings(config: GatewayConfig) -> AuthSettings:
+    assert config.auth.resource_url is not None
+    return AuthSettings(
+        issuer_url=AnyHttpUrl(_authorization_servers(config)[0]),
+        resource_server_url=AnyHttpUrl(config.auth.resource_url),
+        required_scopes=config.auth.required_scopes or None,
+        validate_token_resource=False,  # each verifier checks the audience itself
     )
+
+
+def _authorization_servers(config: GatewayConfig) -> list[str]:
+    if config.auth.authorization_servers:
+        return config.auth.authorization_servers
+    if config.auth.jwt is not None:
+        return [config.auth.jwt.issuer]
+    assert config.auth.resource_url is not None
+    return [config.auth.resource_url]
+
+
+def _metadata_routes(config: GatewayConfig, auth: AuthSettings) -> list[Route]:
+    """RFC 9728 metadata with every scope a tool can ask for, and URLs exactly as configured (issuer
+    identifiers compare as strings, so no trailing slash may be added)."""
+    resource = config.auth.resource_url
+    assert resource is not None
+    scopes = {scope for name in config.tools for scope in config.scopes_of(name)}
+    body = {
+        "resource": resource,
+        "authorization_servers": _authorization_servers(config),
+        "scopes_supported": sorted({*scopes, *config.auth.required_scopes}),
+        "bearer_methods_supported": ["header"],
+        "resource_name": config.gateway.name,
+    }
+
+    async def metadata(request: Request) -> JSONResponse:
+        return JSONResponse(body)
+
+    path = urlparse(resource).path.rstrip("/")
+    return [Route(f"/.well-known/oauth-protected-resource{path}", metadata, methods=["GET"])]

@@ -20,7 +20,7 @@ from gateway import reads
 from gateway.catalog import PublishedTool, check_size
 from gateway.config import PreviewTool, ReadTool, WriteTool
 from gateway.errors import ToolError, success_result
-from gateway.identity import current_caller
+from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.runtime import Gateway
 from gateway.write_call import WriteCall, run_write
 
@@ -39,7 +39,10 @@ def build_server(gw: Gateway) -> Server[Any]:
             catalog = await gw.catalog()
         except ToolError as err:
             raise MCPError(code=types.INTERNAL_ERROR, message=err.message) from None
-        return types.ListToolsResult(tools=[published.tool for published in catalog.values()])
+        scopes = current_scopes()
+        return types.ListToolsResult(
+            tools=[published.tool for name, published in catalog.items() if is_visible(gw.config, name, scopes)]
+        )
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -47,8 +50,8 @@ def build_server(gw: Gateway) -> Server[Any]:
         try:
             catalog = await gw.catalog()
             published = catalog.get(params.name)
-            if published is None:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name[:64]}")
+            if published is None or not is_visible(gw.config, params.name, current_scopes()):
+                raise unknown_tool(params.name)
             return await _call(gw, published, ctx, params)
         except ToolError as err:
             return err.to_result()
@@ -82,17 +85,19 @@ async def _call(
         preview = gw.config.tools[config.preview]
         assert isinstance(preview, PreviewTool)
         call = WriteCall(gw, published.name, config, preview, caller)
-        outcome = await run_write(call, ctx, params, lambda: _checked_arguments(gw, published, params))
+        outcome = await run_write(call, ctx, params, lambda: _admitted(gw, published, params))
         if isinstance(outcome, types.InputRequiredResult):
             return outcome
         return _written(published, outcome)
-    args = _checked_arguments(gw, published, params)
+    args = _admitted(gw, published, params)
     if isinstance(config, ReadTool):
         return _success(published, await reads.list_page(gw, published.name, config, args))
     return _success(published, await reads.preview(gw, published.name, config, args, caller))
 
 
-def _checked_arguments(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
+def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
+    """Steps 1 and 2 of every call: the caller may use the tool, and the arguments are within bounds."""
+    authorize(gw.config, published.name, current_scopes())
     args = params.arguments or {}
     limits = gw.config.limits
     check_size(

@@ -79,13 +79,13 @@ async def run_write(
     call: WriteCall,
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
-    checked_arguments: Callable[[], dict[str, Any]],
+    admit: Callable[[], dict[str, Any]],
 ) -> dict[str, Any] | types.InputRequiredResult:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
     raw = params.arguments or {}
     trail = Trail(call.caller, call.name, _short_text(raw.get("planId")), _short_text(raw.get("idempotencyKey")))
     try:
-        outcome = await _decide(call, ctx, params, checked_arguments(), trail)
+        outcome = await _decide(call, ctx, params, admit(), trail)
     except ToolError as err:
         await _audit(call, trail, AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
         raise
