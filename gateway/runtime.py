@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,8 @@ from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
 from gateway.stores import Store, open_store
 from gateway.targets import TargetReader
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,6 +66,8 @@ async def open_gateway(config: GatewayConfig, *, clock: Callable[[], float] = ti
     """Start the backend client and open the store; close both on exit."""
     store = open_store(config.gateway.store)
     try:
+        for record in await store.recover_in_flight():
+            log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
         async with Backend(config.backend) as backend:
             yield Gateway(config, backend, store, load_keys(Path(config.gateway.state_dir)), clock)
     finally:

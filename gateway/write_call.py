@@ -16,6 +16,7 @@ from mcp.server import ServerRequestContext
 
 from gateway import confirm
 from gateway.backend import BackendUnavailable, OutcomeLost, Reply
+from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import ToolError
 from gateway.runtime import Gateway
@@ -135,10 +136,12 @@ async def _decide(
 async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -> dict[str, Any]:
     gw, preview_name = call.gw, call.config.preview
     async with gw.store.lock(plan.target):
+        crash_point("before-claim")
         claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
         if not claim.claimed:
             return await _not_claimed(call, claim.existing, plan, record)
         with anyio.CancelScope(shield=True):
+            crash_point("after-claim")
             try:
                 await call.check_target(plan)
             except ToolError:
@@ -156,6 +159,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
                 ) from None
             except OutcomeLost:
                 reply = LOST
+            crash_point("after-backend-write")
             current = await call.current(plan.target) if needs_reread(reply, call.config) else None
             reread_version = version_of(call.preview.target, current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, call.config, preview_name)

@@ -219,3 +219,17 @@ def write_toml(data: dict[str, Any], path: Path) -> Path:
             table(name, section)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def write_config(profile: Profile, tmp: Path) -> Path:
+    """The profile's config with the backend's database, the SQLite store and the state kept under ``tmp``."""
+    data = config_data(
+        profile, tmp / "backend.db", *profile.seed_demo, store=f"sqlite:{tmp}/gateway.db", state_dir=tmp / "state"
+    )
+    return write_toml(data, tmp / "gateway.toml")
+
+
+def serve(config: Path, port: int, **popen: Any) -> Any:
+    """``mcp-safety-gateway serve`` as a real process on a loopback port."""
+    args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
+    return process(args, port, stderr=subprocess.DEVNULL, **popen)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -17,30 +16,16 @@ from gateway.config import DEFAULT_CONFIG
 from tests.conftest import (
     Answers,
     applied_body,
-    config_data,
     error_code,
     free_port,
     new_key,
     preview,
-    process,
-    write_toml,
+    serve,
+    write_config,
 )
 from tests.profiles import Profile
 
 pytestmark = pytest.mark.anyio
-
-
-def write_config(profile: Profile, tmp: Path) -> Path:
-    """The profile's config with the backend's database, the SQLite store and the state kept under ``tmp``."""
-    data = config_data(
-        profile, tmp / "backend.db", *profile.seed_demo, store=f"sqlite:{tmp}/gateway.db", state_dir=tmp / "state"
-    )
-    return write_toml(data, tmp / "gateway.toml")
-
-
-def serve(config: Path, port: int) -> Any:
-    args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    return process(args, port, stderr=subprocess.DEVNULL)
 
 
 async def test_the_full_flow_over_http_in_both_eras(tmp_path: Path, profile: Profile) -> None:

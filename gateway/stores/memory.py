@@ -74,6 +74,9 @@ class MemoryStore:
         self._nonces[nonce] = (None, now + ttl)
         return True
 
+    async def recover_in_flight(self) -> list[KeyRecord]:
+        return []  # a new process starts with an empty memory store
+
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)
 

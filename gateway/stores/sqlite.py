@@ -117,6 +117,16 @@ class SqliteStore:
             )
         return cursor.rowcount == 1
 
+    async def recover_in_flight(self) -> list[KeyRecord]:
+        # One gateway process per SQLite file: anything in flight at start-up was left by a crash.
+        rows = self._db.execute(
+            "SELECT caller, key, plan_id, target FROM idempotency WHERE state = 'in_flight'"
+        ).fetchall()
+        records = [KeyRecord(caller, key, plan_id, target, "unknown") for caller, key, plan_id, target in rows]
+        for record in records:
+            await self.settle(record)
+        return records
+
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)
 

@@ -1,0 +1,22 @@
+"""Crash points for reliability tests: ``GATEWAY_CRASH_AT=before-claim|after-claim|after-backend-write``
+makes the process die on the spot (no cleanup, like SIGKILL) the first time a write reaches that point.
+
+Unset, this does nothing. It exists so that tests can prove, from outside the process, that a crash at
+each step of the write path never leads to a second write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+ENV_VAR = "GATEWAY_CRASH_AT"
+POINTS = ("before-claim", "after-claim", "after-backend-write")
+log = logging.getLogger(__name__)
+
+
+def crash_point(name: str) -> None:
+    """Die here if the environment asks for it."""
+    if os.environ.get(ENV_VAR) == name:
+        log.critical("%s=%s: exiting without cleanup", ENV_VAR, name)
+        os._exit(137)

@@ -1,0 +1,57 @@
+"""A gateway killed at each step of the write path, then restarted on the same SQLite store: no key ever
+writes twice, a key left in flight reads as outcome_unknown instead of hanging, and plans survive."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from gateway.chaos import ENV_VAR, POINTS
+from tests.conftest import Answers, error_body, error_code, free_port, new_key, preview, serve, write_config
+from tests.profiles import Profile
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("point", POINTS)
+async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path, profile: Profile, point: str) -> None:
+    config, db = write_config(profile, tmp_path), tmp_path / "backend.db"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with serve(config, port, env={**os.environ, ENV_VAR: point}) as child:
+        async with Client(url, elicitation_callback=Answers()) as client:
+            args = {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
+            version = profile.version(db, profile.main)
+        with anyio.fail_after(30):
+            try:
+                async with Client(url, elicitation_callback=Answers()) as client:
+                    await client.call_tool(profile.write_tool, args)
+            except Exception:  # the gateway died under this call; its exit code is checked next
+                pass
+            await anyio.to_thread.run_sync(child.wait)
+        assert child.returncode == 137
+    writes_at_crash = profile.write_count(db)
+    assert writes_at_crash == (1 if point == "after-backend-write" else 0)
+
+    port = free_port()
+    answers = Answers()
+    async with serve(config, port), Client(f"http://127.0.0.1:{port}/mcp", elicitation_callback=answers) as client:
+        retry = await client.call_tool(profile.write_tool, args)
+        again = await client.call_tool(profile.write_tool, args)
+    if point == "before-claim":
+        # Nothing was claimed: the plan survived the restart, the user is asked again, and it applies once.
+        assert retry.structured_content is not None and retry.structured_content["replayed"] is False
+        assert again.structured_content == {**retry.structured_content, "replayed": True}
+        assert len(answers.prompts) == 1
+        assert profile.write_count(db) == 1
+    else:
+        assert error_code(retry) == error_code(again) == "outcome_unknown"
+        current = error_body(retry)["details"]["current"]
+        assert current is not None
+        assert answers.prompts == []
+        assert profile.write_count(db) == writes_at_crash
+        assert profile.version(db, profile.main) == version + writes_at_crash
