@@ -135,7 +135,7 @@ class Backend:
             if self._tasks is None:
                 raise BackendUnavailable("backend not started")
             try:
-                with anyio.fail_after(self.config.call_timeout_seconds):
+                with anyio.fail_after(self.config.connect_timeout_seconds):
                     await self._tasks.start(self._hold)
             except Exception as exc:
                 log.warning("backend connect failed: %s", _describe(exc))

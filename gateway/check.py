@@ -41,7 +41,7 @@ async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: b
     report = Report()
     async with open_gateway(config) as gw:
         try:
-            with anyio.fail_after(config.backend.call_timeout_seconds * 2):
+            with anyio.fail_after(config.backend.connect_timeout_seconds + 3 * config.backend.call_timeout_seconds):
                 await _check_backend(gw, report)
         except (BackendUnavailable, OutcomeLost, TimeoutError):
             report.problem("backend", "the backend cannot be reached; check command/args or url")

@@ -115,6 +115,7 @@ class BackendSection(Model):
     action_argument: str = "action"
     payload_argument: str = "payload"
     call_timeout_seconds: float = Field(30.0, gt=0)
+    connect_timeout_seconds: float = Field(30.0, gt=0)
 
     @model_validator(mode="after")
     def _transport_needs_its_target(self) -> BackendSection:
@@ -153,11 +154,24 @@ class OutputField(Model):
     json_schema: dict[str, Any] = Field(alias="schema")
 
 
+class RateLimit(Model):
+    """A token bucket: ``burst`` calls at once, refilled at ``per_second``."""
+
+    per_second: float = Field(gt=0)
+    burst: int = Field(ge=1)
+
+
+class RateLimits(Model):
+    per_caller: RateLimit | None = RateLimit(per_second=20, burst=100)
+    max_buckets: int = Field(100_000, ge=1)
+
+
 class ToolAccess(Model):
-    """Who may see and call a tool: the scopes a caller needs, and whether others can tell it exists."""
+    """Who may see and call a tool, and how often: scopes, visibility, and a per-caller rate limit."""
 
     scopes: list[str] | None = None
     hidden_when_unauthorized: bool = True
+    rate_limit: RateLimit | None = None
 
 
 class ReadTool(ToolAccess):
@@ -286,6 +300,7 @@ class GatewayConfig(Model):
     limits: Limits = Limits()
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
+    rate_limits: RateLimits = RateLimits()
     backend: BackendSection
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]

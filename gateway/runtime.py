@@ -16,6 +16,7 @@ from gateway.catalog import PublishedTool, build_catalog
 from gateway.config import GatewayConfig, PreviewTool
 from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
+from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.targets import TargetReader
 
@@ -32,12 +33,14 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     reader: TargetReader = field(init=False)
+    limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
     _catalog: dict[str, PublishedTool] | None = field(default=None, init=False)
     _catalog_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False)
 
     def __post_init__(self) -> None:
         self.reader = TargetReader(self.backend)
+        self.limiter = RateLimiter(self.config)
         self.cursors = CursorCodec(self.keys)
 
     async def catalog(self) -> dict[str, PublishedTool]:

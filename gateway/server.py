@@ -96,8 +96,9 @@ async def _call(
 
 
 def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
-    """Steps 1 and 2 of every call: the caller may use the tool, and the arguments are within bounds."""
+    """Steps 1 and 2 of every call: the caller may use the tool, often enough, with arguments within bounds."""
     authorize(gw.config, published.name, current_scopes())
+    gw.limiter.check(current_caller(gw.config.gateway.stdio_caller), published.name)
     args = params.arguments or {}
     limits = gw.config.limits
     check_size(
