@@ -9,13 +9,14 @@ assert on the backend's own SQLite file.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def config_data(
     """The profile's config file as data, over a stdio backend on ``db``, with state under ``state_dir``."""
     data = load_config(profile.config).model_dump(by_alias=True, exclude_none=True)
     data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
+    data["rate_limits"] = {"per_caller": None}  # the tests' single caller makes calls far faster than a user
     data["backend"] = {
         **data["backend"],
         "transport": "stdio",
@@ -193,7 +195,8 @@ def http_backend(profile: Profile, db: Path, port: int, *extra: str) -> Any:
 
 
 def write_toml(data: dict[str, Any], path: Path) -> Path:
-    """Write config data as TOML: one table per section, values inline."""
+    """Write config data as TOML: one table per section, values inline (TOML has no null: None is left out,
+    so that key takes its default)."""
     lines: list[str] = []
 
     def value(item: Any) -> str:
@@ -205,11 +208,12 @@ def write_toml(data: dict[str, Any], path: Path) -> Path:
             return json.dumps(item)
         if isinstance(item, list):
             return "[" + ", ".join(value(element) for element in item) + "]"
-        return "{" + ", ".join(f"{json.dumps(key)} = {value(element)}" for key, element in item.items()) + "}"
+        pairs = [f"{json.dumps(key)} = {value(element)}" for key, element in item.items() if element is not None]
+        return "{" + ", ".join(pairs) + "}"
 
     def table(prefix: str, section: dict[str, Any]) -> None:
         lines.append(f"[{prefix}]")
-        lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in section.items())
+        lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in section.items() if item is not None)
 
     for name, section in data.items():
         if name in {"tools", "lookups"}:
@@ -233,3 +237,62 @@ def serve(config: Path, port: int, **popen: Any) -> Any:
     """``mcp-safety-gateway serve`` as a real process on a loopback port."""
     args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
     return process(args, port, stderr=subprocess.DEVNULL, **popen)
+
+
+REDIS_MISSING = "redis-server is not installed: apt-get install redis-server (CI runs .ci/setup-redis.sh)"
+
+
+@contextmanager
+def redis_process(directory: Path, port: int, *, aof: bool = False) -> Iterator[subprocess.Popen[bytes]]:
+    """A real redis-server on a loopback port, answering PING when yielded, killed (SIGKILL) afterwards.
+
+    ``aof=True`` keeps an append-only file in ``directory``, fsynced on every write, so a restart on the same
+    directory has every acknowledged write; otherwise nothing is persisted.
+    """
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip(REDIS_MISSING)
+    directory.mkdir(parents=True, exist_ok=True)
+    persistence = ["--appendonly", "yes", "--appendfsync", "always"] if aof else ["--appendonly", "no"]
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory), "--save", "", *persistence]
+    with (directory / "redis.log").open("ab") as log:
+        child = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_pong(port, child)
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _wait_for_pong(port: int, child: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(64).startswith(b"+PONG"):  # "-LOADING" while it replays its append-only file
+                    return
+        except OSError:
+            pass
+        if child.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server on port {port} did not start")
+        time.sleep(0.01)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real redis-server for the test session (no persistence); its URL."""
+    port = free_port()
+    with redis_process(tmp_path_factory.mktemp("redis"), port):
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    with redis.Redis.from_url(redis_server) as client:
+        client.flushall()
+    return redis_server

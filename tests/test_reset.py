@@ -277,3 +277,25 @@ async def test_a_used_2026_state_is_not_consent_twice(gw: Gateway, profile: Prof
     assert isinstance(again, types.CallToolResult) and again.structured_content is not None
     assert again.structured_content["replayed"] is True
     assert profile.write_count(db) == before + 1
+
+
+@pytest.mark.parametrize("state", ["v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not-even-sealed", ""])
+async def test_a_forged_2026_state_is_refused_before_the_handler(
+    gw: Gateway, profile: Profile, db: Path, state: str
+) -> None:
+    async with connect(gw, "2026-07-28", Answers()) as client:
+        args = {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
+        before = profile.write_count(db)
+        try:
+            result: Any = await client.session.call_tool(
+                profile.write_tool,
+                args,
+                input_responses={"confirm": YES},
+                request_state=state,
+                allow_input_required=True,
+            )
+        except MCPError as exc:
+            assert exc.code == types.INVALID_PARAMS
+        else:  # an empty state is no state: the user is asked, never taken as consent
+            assert state == "" and isinstance(result, types.InputRequiredResult)
+    assert profile.write_count(db) == before
