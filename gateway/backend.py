@@ -68,7 +68,10 @@ class Backend:
         self._dropped = anyio.Event()
         self._connect_lock = anyio.Lock()
         self._tasks: TaskGroup | None = None
+        self._backoff = 0.0
+        self._retry_at = 0.0
         self.connects = 0
+        self.connect_attempts = 0
 
     async def __aenter__(self) -> Backend:
         self._tasks = anyio.create_task_group()
@@ -86,28 +89,28 @@ class Backend:
         """Whether a live connection is held right now."""
         return self._client is not None
 
-    async def call(self, action: str, payload: dict[str, Any]) -> Reply:
+    async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
         client = await self._connection()
         arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
         try:
             result = await client.call_tool(
-                self.config.tool, arguments, read_timeout_seconds=self.config.call_timeout_seconds
+                self.config.tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
             )
         except Exception as exc:
             log.warning("backend call %s lost: %s", action, type(exc).__name__)
             if self._client is client:
                 self._drop()
             raise OutcomeLost(action) from exc
-        return _reply(result)
+        return _reply(result, self.config.max_result_bytes)
 
-    async def read(self, action: str, payload: dict[str, Any]) -> Reply:
+    async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """A call that changes nothing: retried once on a fresh connection if the first was lost."""
         try:
-            return await self.call(action, payload)
+            return await self.call(action, payload, read_timeout)
         except OutcomeLost:
             try:
-                return await self.call(action, payload)
+                return await self.call(action, payload, read_timeout)
             except OutcomeLost as exc:
                 raise BackendUnavailable(action) from exc
 
@@ -134,12 +137,19 @@ class Backend:
                 return self._client
             if self._tasks is None:
                 raise BackendUnavailable("backend not started")
+            if anyio.current_time() < self._retry_at:
+                raise BackendUnavailable("backing off after a failed connect")
+            self.connect_attempts += 1
             try:
                 with anyio.fail_after(self.config.connect_timeout_seconds):
                     await self._tasks.start(self._hold)
             except Exception as exc:
-                log.warning("backend connect failed: %s", _describe(exc))
+                # Back off (0.5 s doubling to 30 s) so a dead backend is not respawned on every call.
+                self._backoff = min(max(self._backoff * 2, 0.5), 30.0)
+                self._retry_at = anyio.current_time() + self._backoff
+                log.warning("backend connect failed: %s; next try in %.1fs", _describe(exc), self._backoff)
                 raise BackendUnavailable("connect failed") from exc
+            self._backoff = 0.0
             assert self._client is not None
             return self._client
 
@@ -186,10 +196,14 @@ async def _client_over(transport: Any, http: httpx2.AsyncClient | None) -> Async
             await http.aclose()
 
 
-def _reply(result: types.CallToolResult) -> Reply:
+def _reply(result: types.CallToolResult, max_bytes: int) -> Reply:
     text = next((block.text for block in result.content if isinstance(block, types.TextContent)), "")
     if result.structured_content is not None and not result.is_error:
         text = json.dumps(result.structured_content)
+    if len(text) > max_bytes:
+        # Too large to trust or parse: treated like a malformed answer (a write is then re-read).
+        log.warning("backend answer of %d bytes exceeds backend.max_result_bytes", len(text))
+        text = ""
     return Reply(is_error=bool(result.is_error), text=text)
 
 

@@ -116,6 +116,7 @@ class BackendSection(Model):
     payload_argument: str = "payload"
     call_timeout_seconds: float = Field(30.0, gt=0)
     connect_timeout_seconds: float = Field(30.0, gt=0)
+    max_result_bytes: int = Field(16 * 1024 * 1024, gt=0)
 
     @model_validator(mode="after")
     def _transport_needs_its_target(self) -> BackendSection:
@@ -132,6 +133,7 @@ class Call(Model):
     action: str
     payload: dict[str, Any] = {}
     path: str = ""
+    timeout_seconds: float | None = Field(None, gt=0)
 
 
 class Lookup(Model):

@@ -24,7 +24,7 @@ class TargetReader:
     async def get(self, target: Target, target_id: str) -> dict[str, Any]:
         """The target's current state; tenant_not_found when the backend has none by that id."""
         call = target.get
-        reply = await self._read(call.action, render(call.payload, {"target_id": target_id}))
+        reply = await self._read(call, render(call.payload, {"target_id": target_id}))
         if reply.is_error and target.not_found_text in reply.text:
             raise ToolError("tenant_not_found", f"No {target.noun} {target_id}. List them to see which exist.")
         state = at_path(_ok(reply, call.action), call.path)
@@ -41,7 +41,7 @@ class TargetReader:
 
     async def items(self, call: Call) -> list[Any]:
         """Every item of an unbounded list action."""
-        items = at_path(_ok(await self._read(call.action, render(call.payload, {})), call.action), call.path)
+        items = at_path(_ok(await self._read(call, render(call.payload, {})), call.action), call.path)
         if not isinstance(items, list):
             raise _malformed(call.action)
         return items
@@ -53,15 +53,15 @@ class TargetReader:
         if name not in self._lookups:
             assert lookup.call is not None
             call = lookup.call
-            table = at_path(_ok(await self._read(call.action, render(call.payload, {})), call.action), call.path)
+            table = at_path(_ok(await self._read(call, render(call.payload, {})), call.action), call.path)
             if not isinstance(table, dict):
                 raise _malformed(call.action)
             self._lookups[name] = table
         return self._lookups[name]
 
-    async def _read(self, action: str, payload: dict[str, Any]) -> Reply:
+    async def _read(self, call: Call, payload: dict[str, Any]) -> Reply:
         try:
-            return await self.backend.read(action, payload)
+            return await self.backend.read(call.action, payload, call.timeout_seconds)
         except BackendUnavailable:
             raise ToolError(
                 "backend_unavailable", "The backend cannot be reached right now. Nothing was changed; retry later."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -87,8 +88,15 @@ async def test_a_backend_refusal_is_backend_error_and_replays(tmp_path: Path, pr
     assert outcomes == ["backend_error", "backend_error", "refused"]
 
 
-async def test_a_write_that_times_out_is_outcome_unknown_and_never_repeated(tmp_path: Path, profile: Profile) -> None:
+@pytest.mark.parametrize("timeout_from", ["backend", "action"])
+async def test_a_write_that_times_out_is_outcome_unknown_and_never_repeated(
+    tmp_path: Path, profile: Profile, timeout_from: str
+) -> None:
     db = tmp_path / "backend.db"
+
+    def short_write_timeout(tools: dict[str, Any]) -> None:
+        tools[profile.write_tool]["call"]["timeout_seconds"] = 1
+
     config = gateway_config(
         profile,
         db,
@@ -96,7 +104,8 @@ async def test_a_write_that_times_out_is_outcome_unknown_and_never_repeated(tmp_
         "--fault",
         "latency=2500",
         state_dir=tmp_path,
-        backend={"call_timeout_seconds": 1},
+        backend={"call_timeout_seconds": 1 if timeout_from == "backend" else 20},
+        tools=short_write_timeout if timeout_from == "action" else None,
     )
     async with running_gateway(config) as gw, connect(gw, "2026-07-28", Answers()) as client:
         args = {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
@@ -156,3 +165,27 @@ async def test_an_http_backend_that_commits_then_dies_is_outcome_unknown(tmp_pat
     assert error_code(retry) == "outcome_unknown"
     assert not listed.is_error  # the gateway reconnected to the restarted backend
     assert profile.write_count(db) == 1
+
+
+async def test_a_backend_that_cannot_start_is_unavailable_and_retried_with_backoff(
+    tmp_path: Path, profile: Profile
+) -> None:
+    from gateway.runtime import open_gateway
+
+    config = gateway_config(
+        profile, tmp_path / "backend.db", state_dir=tmp_path, backend={"args": ["-m", "no_such_module"]}
+    )
+    async with open_gateway(config) as gw, connect(gw, "2025-11-25") as client:
+        with pytest.raises(Exception):  # noqa: B017 - tools/list cannot be built without the backend
+            await client.list_tools()
+        attempts = gw.backend.connect_attempts
+        assert not await gw.backend.probe()  # within the backoff window: refused without a new spawn
+        assert gw.backend.connect_attempts == attempts
+
+
+async def test_an_oversized_backend_answer_is_refused_as_malformed(tmp_path: Path, profile: Profile) -> None:
+    db = tmp_path / "backend.db"
+    config = gateway_config(profile, db, *profile.seed_many(50), state_dir=tmp_path, backend={"max_result_bytes": 2000})
+    async with running_gateway(config) as gw, connect(gw, "2026-07-28") as client:
+        result = await client.call_tool(profile.list_tool, {})
+    assert error_code(result) == "backend_error"
