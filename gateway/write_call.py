@@ -150,7 +150,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             reply: Reply | None
             try:
                 payload = render(call.config.call.payload, template_names(plan, call.preview.target.noun))
-                reply = await gw.backend.call(call.config.call.action, payload)
+                reply = await gw.backend.call(call.config.call.action, payload, call.config.call.timeout_seconds)
             except BackendUnavailable:
                 await gw.store.release(record)
                 raise ToolError(
