@@ -1,0 +1,309 @@
+"""Fault-injection soak: many callers reset tenants through real gateways while the backend and the gateways fail.
+
+    .venv/bin/python -m bench.soak [--seconds 30] [--max-calls 3000] [--workers 6] [--replicas 1]
+                                   [--store sqlite|memory|redis://HOST:PORT/0]
+
+Everything runs on loopback and stops by itself (time and call bounds). The legacy backend runs over HTTP with
+fault switches armed (latency, fail-before-write, commit-then-drop, malformed-after-write); when it dies it is
+restarted on the same database. Once per run a gateway replica is SIGKILLed mid-write and restarted on the same
+store. Each worker owns its tenants, so the writes each key caused can be counted exactly from the backend's
+own write_log:
+
+    expected  = keys answered as applied + keys answered outcome_unknown whose tenant did move
+    duplicates = writes beyond expected, losses = expected writes that never reached the backend
+
+The run fails (exit 1) unless both are zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+PYTHON = sys.executable
+FAULTS = "latency=150:20,fail-before-write:4,drop-after-write:3,malformed-after-write:4"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+@dataclass
+class Proc:
+    """A restartable child process listening on a fixed port."""
+
+    args: list[str]
+    port: int
+    log: Path
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.args, stdout=out, stderr=out, env={**os.environ, **self.env}, start_new_session=True
+            )
+        self.starts += 1
+        wait_for_port(self.port, self.process)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.process is not None
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.process is not None
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@dataclass
+class Tally:
+    """What the workers saw. Per tenant: keys answered applied, keys whose outcome stayed unknown."""
+
+    calls: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    applied: Counter[str] = field(default_factory=Counter)
+    unknown: Counter[str] = field(default_factory=Counter)
+    bad_replays: int = 0
+
+
+def gateway_config(tmp: Path, backend_port: int, store: str) -> Path:
+    """The default tools over the HTTP backend, with the soak's store and no practical rate limit."""
+    store_url = f"sqlite:{tmp}/gateway.db" if store == "sqlite" else store
+    head = f"""[gateway]
+store = "{store_url}"
+state_dir = "{tmp}/state"
+
+[rate_limits]
+per_caller = {{ per_second = 10000, burst = 10000 }}
+
+[backend]
+transport = "http"
+url = "http://127.0.0.1:{backend_port}/mcp"
+call_timeout_seconds = 5
+connect_timeout_seconds = 5
+
+"""
+    base = (Path(__file__).resolve().parent.parent / "config" / "gateway.toml").read_text()
+    path = tmp / "soak.toml"
+    path.write_text(head + base[base.index("[lookups.fixtures]") :])
+    return path
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+RETRY_SAME_KEY = {"backend_unavailable", "transport_error", "request_in_progress", "preview_failed"}
+
+
+async def attempt(url: str, tenant: str, key: str, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Preview (unless this key already has a plan) and reset once; the outcome code and the answer."""
+    http = httpx2.AsyncClient(timeout=30)
+    async with Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=accept) as c:
+        if state.get("plan") is None:
+            planned = await c.call_tool("preview_tenant_reset", {"tenantId": tenant, "fixture": "smoke"})
+            if planned.is_error or planned.structured_content is None:
+                return "preview_failed", {}
+            state["plan"] = planned.structured_content["planId"]
+        result = await c.call_tool("reset_tenant", {"planId": state["plan"], "idempotencyKey": key})
+        block = result.content[0] if result.content else None
+        body = json.loads(block.text) if isinstance(block, types.TextContent) else {}
+        if result.is_error:
+            return str(body.get("code", "?")), body
+        if not body.get("replayed"):
+            again = await c.call_tool("reset_tenant", {"planId": state["plan"], "idempotencyKey": key})
+            if again.structured_content != {**body, "replayed": True}:
+                return "bad_replay", body
+        return "applied", body
+
+
+async def worker(number: int, tenants: list[str], urls: list[str], deadline: float, budget: int, tally: Tally) -> None:
+    """Reset this worker's own tenants in turn; retry each key until it has an outcome."""
+    round_ = 0
+    while time.monotonic() < deadline and tally.calls < budget:
+        tenant = tenants[round_ % len(tenants)]
+        round_ += 1
+        key, state = str(uuid.uuid4()), {}
+        for try_ in range(10):
+            tally.calls += 1
+            try:
+                with anyio.fail_after(40):
+                    code, _ = await attempt(urls[(number + try_) % len(urls)], tenant, key, state)
+            except Exception:
+                code = "transport_error"
+            tally.outcomes[code] += 1
+            if code in RETRY_SAME_KEY and time.monotonic() < deadline + 20:
+                await anyio.sleep(0.3)
+                continue
+            if code in {"applied", "bad_replay"}:
+                tally.applied[tenant] += 1
+                tally.bad_replays += code == "bad_replay"
+            elif code in {"outcome_unknown", "idempotency_key_reused"} or code in RETRY_SAME_KEY:
+                tally.unknown[tenant] += 1  # it may have written once; it never may write twice
+            break
+
+
+async def supervise(backend: Proc, until: float) -> None:
+    """Restart the backend whenever a fault made it exit (commit-then-drop)."""
+    while time.monotonic() < until:
+        if not backend.alive():
+            await anyio.to_thread.run_sync(backend.start)
+        await anyio.sleep(0.1)
+
+
+async def crash_once(gateway: Proc, at: float) -> None:
+    """SIGKILL one gateway replica mid-run and bring it back on the same store."""
+    await anyio.sleep(max(0.0, at - time.monotonic()))
+    gateway.kill()
+    await anyio.to_thread.run_sync(gateway.start)
+
+
+async def run(args: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="gateway-soak-"))
+    db, backend_port = tmp / "backend.db", free_port()
+    backend = Proc(
+        [
+            PYTHON,
+            "-m",
+            "legacy_backend",
+            "--http",
+            f"127.0.0.1:{backend_port}",
+            "--db",
+            str(db),
+            "--seed-tenants",
+            str(args.workers * 2),
+        ],
+        backend_port,
+        tmp / "backend.log",
+        env={"LEGACY_FAULT": FAULTS},
+    )
+    config = gateway_config(tmp, backend_port, args.store)
+    gateways = []
+    for number in range(args.replicas):
+        port = free_port()
+        argv = [
+            PYTHON,
+            "-m",
+            "gateway",
+            "serve",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
+        gateways.append(Proc(argv, port, tmp / f"gateway{number}.log"))
+    tally = Tally()
+    started = time.monotonic()
+    try:
+        backend.start()
+        for gateway in gateways:
+            gateway.start()
+        tenants = [row[0] for row in query(db, "SELECT id FROM tenants ORDER BY id")]
+        urls = [f"http://127.0.0.1:{gateway.port}/mcp" for gateway in gateways]
+        deadline = started + args.seconds
+        async with anyio.create_task_group() as background:
+            background.start_soon(supervise, backend, deadline + 60)
+            background.start_soon(crash_once, gateways[-1], started + args.seconds * 0.4)
+            async with anyio.create_task_group() as workers:
+                for number in range(args.workers):
+                    own = tenants[number :: args.workers]
+                    workers.start_soon(worker, number, own, urls, deadline, args.max_calls, tally)
+            background.cancel_scope.cancel()
+        if not backend.alive():
+            backend.start()  # so that the final counts read a settled database
+        actual = dict(query(db, "SELECT tenant_id, COUNT(*) FROM write_log GROUP BY tenant_id"))
+        fires = dict(query(db, "SELECT name, fired FROM fault_fires"))
+    finally:
+        for process in [*gateways, backend]:
+            process.stop()
+    duplicates = sum(max(0, actual.get(t, 0) - tally.applied[t] - tally.unknown[t]) for t in tenants)
+    losses = sum(max(0, tally.applied[t] - actual.get(t, 0)) for t in tenants)
+    applied, unknown = sum(tally.applied.values()), sum(tally.unknown.values())
+    report = {
+        "seconds": round(time.monotonic() - started, 1),
+        "replicas": args.replicas,
+        "store": args.store,
+        "calls made": tally.calls,
+        "outcomes": dict(tally.outcomes),
+        "faults injected": {**fires, "gateway SIGKILL": 1, "backend restarts": backend.starts - 1},
+        "writes applied (backend write_log)": sum(actual.values()),
+        "writes expected": f"{applied} confirmed + up to {unknown} with outcome_unknown",
+        "duplicates": duplicates,
+        "losses": losses,
+        "bad replays": tally.bad_replays,
+        "logs": str(tmp),
+    }
+    for name, value in report.items():
+        print(f"{name:36} {value}")
+    return 0 if duplicates == losses == tally.bad_replays == 0 else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench.soak", description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--max-calls", type=int, default=3000)
+    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--store", default="sqlite", help="sqlite, memory, or redis://HOST:PORT/DB")
+    args = parser.parse_args()
+    # Clients whose gateway was killed under them log tracebacks; the report below is what this run says.
+    logging.basicConfig(level=logging.CRITICAL)
+    if args.replicas > 1 and not args.store.startswith("redis://"):
+        parser.error("several replicas need a shared store: --store redis://HOST:PORT/0")
+    return anyio.run(run, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
