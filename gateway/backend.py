@@ -17,7 +17,8 @@ import logging
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,8 +63,9 @@ class Reply:
 class Backend:
     """A long-lived client for the god-tool. Use as an async context manager."""
 
-    def __init__(self, config: BackendSection) -> None:
+    def __init__(self, config: BackendSection, observe: Callable[[str, str, float], None] | None = None) -> None:
         self.config = config
+        self._observe = observe or (lambda action, result, seconds: None)
         self._client: Client | None = None
         self._dropped = anyio.Event()
         self._connect_lock = anyio.Lock()
@@ -91,7 +93,12 @@ class Backend:
 
     async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
-        client = await self._connection()
+        started = time.perf_counter()
+        try:
+            client = await self._connection()
+        except BackendUnavailable:
+            self._observe(action, "unavailable", time.perf_counter() - started)
+            raise
         arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
         try:
             result = await client.call_tool(
@@ -99,9 +106,11 @@ class Backend:
             )
         except Exception as exc:
             log.warning("backend call %s lost: %s", action, type(exc).__name__)
+            self._observe(action, "lost", time.perf_counter() - started)
             if self._client is client:
                 self._drop()
             raise OutcomeLost(action) from exc
+        self._observe(action, "error" if result.is_error else "ok", time.perf_counter() - started)
         return _reply(result, self.config.max_result_bytes)
 
     async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:

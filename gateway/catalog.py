@@ -94,7 +94,7 @@ def _schemas(
         items = {"type": "array", "maxItems": tool.max_limit, "items": item}
         return (
             _object({"limit": limit, "cursor": CURSOR}, required=[]),
-            _object({tool.items_key: items, "nextCursor": {"type": "string"}}, required=[tool.items_key]),
+            _object({tool.items_key: items, "nextCursor": CURSOR}, required=[tool.items_key]),
         )
     preview = tool if isinstance(tool, PreviewTool) else config.preview_of(tool)
     inputs = {

@@ -11,10 +11,12 @@ import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from gateway import logs, terminal
 from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
 from gateway.http_app import build_app
 from gateway.runtime import open_gateway
 from gateway.server import build_server
+from gateway.terminal import DEFAULT_URL
 
 log = logging.getLogger("gateway")
 
@@ -28,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level")
     serve.add_argument(
         "--insecure-listen-without-auth",
         action="store_true",
@@ -37,18 +39,27 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
+    call.add_argument("tool")
+    call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
+    call.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
+    call.add_argument(
+        "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+    )
+    call.add_argument("--json", action="store_true", help="print the raw JSON answer")
     args = parser.parse_args(argv)
+    if args.command == "call":
+        return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
 
-    # stdout carries the protocol in stdio mode: every log line goes to stderr.
-    level = getattr(args, "log_level", "error")
-    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s %(message)s")
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
     if args.command == "check":
+        logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas)
+    logs.configure(args.log_level or config.logging.level, config.logging.format)
     if args.stdio:
         anyio.run(serve_stdio, config)
         return 0
@@ -56,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
-    anyio.run(serve_http, config, args.host, args.port, args.log_level)
+    anyio.run(serve_http, config, args.host, args.port)
     return 0
 
 
@@ -98,12 +109,12 @@ async def serve_stdio(config: GatewayConfig) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(config: GatewayConfig, host: str, port: int, log_level: str) -> None:
+async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
     """Serve streamable HTTP until interrupted."""
     async with open_gateway(config) as gw:
         app = build_app(gw, host=host)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
-        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on"))
+        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         await uv.serve()
 
 

@@ -33,6 +33,11 @@ class GatewaySection(Model):
     stdio_caller: str = "local"
 
 
+class LoggingSection(Model):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["json", "text"] = "json"
+
+
 class Limits(Model):
     max_body_bytes: int = Field(1_048_576, gt=0)
     max_depth: int = Field(16, gt=0)
@@ -299,6 +304,7 @@ DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write"
 
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
+    logging: LoggingSection = LoggingSection()
     limits: Limits = Limits()
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()

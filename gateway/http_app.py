@@ -10,10 +10,11 @@ from urllib.parse import urlparse
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from gateway.auth import build_verifier
@@ -47,8 +48,13 @@ def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> JSONResponse:
-        ready = await gw.backend.probe()
-        return JSONResponse({"backend": "up" if ready else "down"}, status_code=200 if ready else 503)
+        backend = await gw.backend.probe()
+        store = await _store_answers(gw)
+        body = {"backend": "up" if backend else "down", "store": "up" if store else "down"}
+        return JSONResponse(body, status_code=200 if backend and store else 503)
+
+    async def metrics(request: Request) -> Response:
+        return Response(gw.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -56,10 +62,18 @@ def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
         async with server.session_manager.run():
             yield
 
-    routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz)]
+    routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
     if auth is not None:
         routes += _metadata_routes(config, auth)
     return Starlette(routes=[*routes, Mount("/", app=mcp_app)], lifespan=lifespan)
+
+
+async def _store_answers(gw: Gateway) -> bool:
+    try:
+        await gw.store.get_record("(readiness probe)", "(readiness probe)")
+    except Exception:
+        return False
+    return True
 
 
 def _auth_settings(config: GatewayConfig) -> AuthSettings:

@@ -16,8 +16,10 @@ from gateway.catalog import PublishedTool, build_catalog
 from gateway.config import GatewayConfig, PreviewTool
 from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
+from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
+from gateway.stores.timed import TimedStore
 from gateway.targets import TargetReader
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,7 @@ class Gateway:
     store: Store
     keys: list[bytes]
     clock: Callable[[], float] = time.time
+    metrics: Metrics = field(default_factory=Metrics)
     reader: TargetReader = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
@@ -67,11 +70,13 @@ class Gateway:
 @asynccontextmanager
 async def open_gateway(config: GatewayConfig, *, clock: Callable[[], float] = time.time) -> AsyncIterator[Gateway]:
     """Start the backend client and open the store; close both on exit."""
-    store = open_store(config.gateway.store)
+    metrics = Metrics()
+    store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
     try:
         for record in await store.recover_in_flight():
             log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
-        async with Backend(config.backend) as backend:
-            yield Gateway(config, backend, store, load_keys(Path(config.gateway.state_dir)), clock)
+        async with Backend(config.backend, observe=metrics.observe_backend) as backend:
+            keys = load_keys(Path(config.gateway.state_dir))
+            yield Gateway(config, backend, store, keys, clock, metrics)
     finally:
         await store.close()

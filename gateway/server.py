@@ -8,7 +8,9 @@ or stack trace reaches a client.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Any
 
 import mcp.types as types
@@ -25,6 +27,7 @@ from gateway.runtime import Gateway
 from gateway.write_call import WriteCall, run_write
 
 log = logging.getLogger(__name__)
+calls_log = logging.getLogger("gateway.calls")
 
 VERSION = "0.1.0"
 
@@ -47,19 +50,34 @@ def build_server(gw: Gateway) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        started = time.perf_counter()
+        known = params.name in gw.config.tools
+        outcome = "internal_error"
         try:
-            catalog = await gw.catalog()
-            published = catalog.get(params.name)
-            if published is None or not is_visible(gw.config, params.name, current_scopes()):
-                raise unknown_tool(params.name)
-            return await _call(gw, published, ctx, params)
-        except ToolError as err:
-            return err.to_result()
-        except MCPError:
+            result = await _answer(gw, ctx, params)
+            outcome = outcome_of(result)
+            return result
+        except MCPError as err:
+            outcome = "unknown_tool" if err.code == types.INVALID_PARAMS else "protocol_error"
             raise
-        except Exception:
-            log.exception("unexpected error in tools/call %s", params.name[:64])
-            raise MCPError(code=types.INTERNAL_ERROR, message="Internal error") from None
+        finally:
+            seconds = time.perf_counter() - started
+            tool = params.name if known else "(unknown)"  # never a label per unknown name a caller made up
+            gw.metrics.calls.labels(tool, outcome).inc()
+            gw.metrics.call_seconds.labels(tool).observe(seconds)
+            calls_log.info(
+                "tools/call",
+                extra={
+                    "call": {
+                        "request_id": str(ctx.request_id),
+                        "caller": current_caller(gw.config.gateway.stdio_caller),
+                        "tool": tool,
+                        "outcome": outcome,
+                        "ms": round(seconds * 1000, 2),
+                        "protocol": ctx.protocol_version,
+                    }
+                },
+            )
 
     server: Server[Any] = Server(
         gw.config.gateway.name,
@@ -71,6 +89,38 @@ def build_server(gw: Gateway) -> Server[Any]:
     security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
     server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
     return server
+
+
+async def _answer(
+    gw: Gateway, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Route a call; every refusal becomes a coded result, anything unexpected a generic -32603."""
+    try:
+        catalog = await gw.catalog()
+        published = catalog.get(params.name)
+        if published is None or not is_visible(gw.config, params.name, current_scopes()):
+            raise unknown_tool(params.name)
+        return await _call(gw, published, ctx, params)
+    except ToolError as err:
+        return err.to_result()
+    except MCPError:
+        raise
+    except Exception:
+        log.exception("unexpected error in tools/call %s", params.name[:64])
+        raise MCPError(code=types.INTERNAL_ERROR, message="Internal error") from None
+
+
+def outcome_of(result: types.CallToolResult | types.InputRequiredResult) -> str:
+    """A call's outcome for metrics and logs: an error code, applied / replayed, input_required, or ok."""
+    if isinstance(result, types.InputRequiredResult):
+        return "input_required"
+    if result.is_error:
+        block = result.content[0] if result.content else None
+        return str(json.loads(block.text)["code"]) if isinstance(block, types.TextContent) else "error"
+    body = result.structured_content or {}
+    if "replayed" in body:
+        return "replayed" if body["replayed"] else "applied"
+    return "ok"
 
 
 async def _call(

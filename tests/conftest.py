@@ -233,10 +233,10 @@ def write_config(profile: Profile, tmp: Path) -> Path:
     return write_toml(data, tmp / "gateway.toml")
 
 
-def serve(config: Path, port: int, **popen: Any) -> Any:
+def serve(config: Path, port: int, stderr: Any = subprocess.DEVNULL, **popen: Any) -> Any:
     """``mcp-safety-gateway serve`` as a real process on a loopback port."""
     args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
-    return process(args, port, stderr=subprocess.DEVNULL, **popen)
+    return process(args, port, stderr=stderr, **popen)
 
 
 REDIS_MISSING = "redis-server is not installed: apt-get install redis-server (CI runs .ci/setup-redis.sh)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -32,38 +33,57 @@ async def test_the_full_flow_over_http_in_both_eras(tmp_path: Path, profile: Pro
     config, port = write_config(profile, tmp_path), free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     db = tmp_path / "backend.db"
-    async with serve(config, port):
-        async with httpx.AsyncClient() as http:
-            assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
-            assert (await http.get(f"http://127.0.0.1:{port}/readyz")).json() == {"backend": "up"}
-        # 2025-11-25: stateful streamable HTTP, the prompt pushed over SSE.
-        legacy_answers = Answers()
-        async with Client(streamable_http_client(url), mode="legacy", elicitation_callback=legacy_answers) as client:
-            version = profile.version(db, profile.main)
-            plan = await preview(client, profile)
-            args = {"planId": plan["planId"], "idempotencyKey": new_key()}
-            first = await client.call_tool(profile.write_tool, args)
-            retry = await client.call_tool(profile.write_tool, args)
-        assert first.structured_content == applied_body(plan, version + 1)
-        assert retry.structured_content == applied_body(plan, version + 1, replayed=True)
-        assert len(legacy_answers.prompts) == 1
-        assert profile.write_count(db) == 1
-        # 2026-07-28: stateless requests, the prompt as an InputRequiredResult round.
-        modern_answers = Answers()
-        async with Client(url, elicitation_callback=modern_answers) as client:
-            plan = await preview(client, profile, target=profile.other)
-            args = {"planId": plan["planId"], "idempotencyKey": new_key()}
-            first = await client.call_tool(profile.write_tool, args)
-            retry = await client.call_tool(profile.write_tool, args)
-        async with Client(url, elicitation_callback=Answers("decline")) as client:
-            declined = await client.call_tool(
-                profile.write_tool, {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
-            )
-        assert first.structured_content is not None and first.structured_content[profile.target_arg] == profile.other
-        assert retry.structured_content == {**first.structured_content, "replayed": True}
-        assert len(modern_answers.prompts) == 1
-        assert error_code(declined) == "not_confirmed"
-        assert profile.write_count(db) == 2
+    log = tmp_path / "gateway.log"
+    with log.open("w") as stderr:
+        async with serve(config, port, stderr=stderr):
+            await _full_flow(profile, port, url, db)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    calls = [line for line in lines if line["logger"] == "gateway.calls"]
+    assert {line["outcome"] for line in calls} >= {"ok", "applied", "replayed", "input_required", "not_confirmed"}
+    assert all({"request_id", "caller", "tool", "ms"} <= set(line) for line in calls)
+
+
+async def _full_flow(profile: Profile, port: int, url: str, db: Path) -> None:
+    """Health, both eras' preview -> reset -> retry, a decline, and the metrics that counted them."""
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+        assert (await http.get(f"http://127.0.0.1:{port}/readyz")).json() == {"backend": "up", "store": "up"}
+    # 2025-11-25: stateful streamable HTTP, the prompt pushed over SSE.
+    legacy_answers = Answers()
+    async with Client(streamable_http_client(url), mode="legacy", elicitation_callback=legacy_answers) as client:
+        version = profile.version(db, profile.main)
+        plan = await preview(client, profile)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        first = await client.call_tool(profile.write_tool, args)
+        retry = await client.call_tool(profile.write_tool, args)
+    assert first.structured_content == applied_body(plan, version + 1)
+    assert retry.structured_content == applied_body(plan, version + 1, replayed=True)
+    assert len(legacy_answers.prompts) == 1
+    assert profile.write_count(db) == 1
+    # 2026-07-28: stateless requests, the prompt as an InputRequiredResult round.
+    modern_answers = Answers()
+    async with Client(url, elicitation_callback=modern_answers) as client:
+        plan = await preview(client, profile, target=profile.other)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        first = await client.call_tool(profile.write_tool, args)
+        retry = await client.call_tool(profile.write_tool, args)
+    async with Client(url, elicitation_callback=Answers("decline")) as client:
+        declined = await client.call_tool(
+            profile.write_tool, {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
+        )
+    assert first.structured_content is not None and first.structured_content[profile.target_arg] == profile.other
+    assert retry.structured_content == {**first.structured_content, "replayed": True}
+    assert len(modern_answers.prompts) == 1
+    assert error_code(declined) == "not_confirmed"
+    assert profile.write_count(db) == 2
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    write = profile.write_tool
+    assert f'gateway_tool_calls_total{{outcome="applied",tool="{write}"}} 2.0' in metrics
+    assert f'gateway_tool_calls_total{{outcome="replayed",tool="{write}"}} 2.0' in metrics
+    assert f'gateway_tool_calls_total{{outcome="not_confirmed",tool="{write}"}} 1.0' in metrics
+    assert "gateway_backend_call_seconds_count{action=" in metrics
+    assert 'gateway_store_seconds_count{operation="claim"}' in metrics
 
 
 async def test_the_full_flow_over_stdio(tmp_path: Path, profile: Profile) -> None:

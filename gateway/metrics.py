@@ -1,0 +1,52 @@
+"""Prometheus metrics, one registry per gateway (so several gateways in one process never share counters).
+
+gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, or an error code
+gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
+gateway_backend_call_seconds{action, result}    result: ok, error (isError), lost, unavailable
+gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
+gateway_store_seconds{operation}                each store operation
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """The gateway's instruments."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.calls = Counter(
+            "gateway_tool_calls", "Tool calls by outcome.", ["tool", "outcome"], registry=self.registry
+        )
+        self.call_seconds = Histogram(
+            "gateway_tool_call_seconds", "Time to answer a tool call.", ["tool"], buckets=FAST, registry=self.registry
+        )
+        self.backend_seconds = Histogram(
+            "gateway_backend_call_seconds",
+            "Time of each god-tool call.",
+            ["action", "result"],
+            buckets=FAST,
+            registry=self.registry,
+        )
+        self.answers = Counter(
+            "gateway_elicitation_answers", "Answers to confirmation prompts.", ["answer"], registry=self.registry
+        )
+        self.store_seconds = Histogram(
+            "gateway_store_seconds",
+            "Time of each store operation.",
+            ["operation"],
+            buckets=FAST,
+            registry=self.registry,
+        )
+
+    def observe_backend(self, action: str, result: str, seconds: float) -> None:
+        """One god-tool call's duration and how it ended."""
+        self.backend_seconds.labels(action, result).observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes."""
+        return generate_latest(self.registry)

@@ -1,0 +1,65 @@
+"""A store wrapper that times every operation into the gateway's metrics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractAsyncContextManager
+from typing import TypeVar
+
+from prometheus_client import Histogram
+
+from gateway.stores.base import AuditEntry, Claim, Expired, KeyRecord, Plan, Store
+
+T = TypeVar("T")
+
+
+class TimedStore:
+    """Delegates to ``inner``, observing each call's duration under its operation name."""
+
+    def __init__(self, inner: Store, seconds: Histogram) -> None:
+        self.inner = inner
+        self._seconds = seconds
+
+    async def _timed(self, operation: str, call: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self._seconds.labels(operation).observe(time.perf_counter() - started)
+
+    async def put_plan(self, plan: Plan, now: float) -> None:
+        await self._timed("put_plan", self.inner.put_plan(plan, now))
+
+    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
+        return await self._timed("get_plan", self.inner.get_plan(plan_id, now))
+
+    async def get_record(self, caller: str, key: str) -> KeyRecord | None:
+        return await self._timed("get_record", self.inner.get_record(caller, key))
+
+    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
+        return await self._timed("claim", self.inner.claim(record, now, retention))
+
+    async def release(self, record: KeyRecord) -> None:
+        await self._timed("release", self.inner.release(record))
+
+    async def settle(self, record: KeyRecord) -> None:
+        await self._timed("settle", self.inner.settle(record))
+
+    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
+        return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
+
+    async def recover_in_flight(self) -> list[KeyRecord]:
+        return await self.inner.recover_in_flight()
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]:
+        return self.inner.lock(target)
+
+    async def append_audit(self, entry: AuditEntry) -> None:
+        await self._timed("append_audit", self.inner.append_audit(entry))
+
+    def audit_entries(self) -> AsyncIterator[AuditEntry]:
+        return self.inner.audit_entries()
+
+    async def close(self) -> None:
+        await self.inner.close()
