@@ -24,6 +24,7 @@ from gateway.config import PreviewTool, ReadTool, WriteTool
 from gateway.errors import ToolError, success_result
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.runtime import Gateway
+from gateway.stores import StoreUnavailable
 from gateway.write_call import WriteCall, run_write
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,8 @@ async def _answer(
         return await _call(gw, published, ctx, params)
     except ToolError as err:
         return err.to_result()
+    except StoreUnavailable:
+        return ToolError("backend_unavailable", "The gateway's state store cannot be reached. Retry later.").to_result()
     except MCPError:
         raise
     except Exception:

@@ -6,6 +6,7 @@ cannot leave the key in flight: the backend call (bounded by its timeout) and th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -20,7 +21,7 @@ from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import ToolError
 from gateway.runtime import Gateway
-from gateway.stores import AuditEntry, KeyRecord, Plan
+from gateway.stores import AuditEntry, KeyRecord, Plan, StoreUnavailable
 from gateway.targets import is_protected, version_of
 from gateway.templates import MISSING, render
 from gateway.write_path import (
@@ -39,6 +40,9 @@ from gateway.write_path import (
 )
 
 AUDIT_OUTCOMES = {"outcome_unknown": "unknown", "backend_error": "backend_error"}
+STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -86,7 +90,10 @@ async def run_write(
     raw = params.arguments or {}
     trail = Trail(call.caller, call.name, _short_text(raw.get("planId")), _short_text(raw.get("idempotencyKey")))
     try:
-        outcome = await _decide(call, ctx, params, admit(), trail)
+        try:
+            outcome = await _decide(call, ctx, params, admit(), trail)
+        except StoreUnavailable:  # raised only before the backend call: settle's is handled in _write
+            raise ToolError("backend_unavailable", STORE_DOWN) from None
     except ToolError as err:
         await _audit(call, trail, AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
         raise
@@ -163,7 +170,12 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             current = await call.current(plan.target) if needs_reread(reply, call.config) else None
             reread_version = version_of(call.preview.target, current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, call.config, preview_name)
-            await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
+            try:
+                await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
+            except StoreUnavailable:
+                # The call was sent, so say what happened. The key stays in flight until its lock lapses
+                # and then reads outcome_unknown: it never writes again.
+                log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
     error = settlement.error()
     if error is not None:
         raise error
@@ -202,4 +214,7 @@ async def _audit(call: WriteCall, trail: Trail, outcome: str, code: str | None) 
         idempotency_key=fields.pop("key"),
         **fields,
     )
-    await call.gw.store.append_audit(entry)
+    try:
+        await call.gw.store.append_audit(entry)
+    except StoreUnavailable:
+        log.error("audit entry not stored, the store is unreachable: %s", entry)

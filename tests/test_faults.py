@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp.types as types
 import pytest
 
 from tests.conftest import (
@@ -25,6 +27,16 @@ from tests.conftest import (
 from tests.profiles import Profile
 
 pytestmark = pytest.mark.anyio
+
+
+async def until_reachable(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
+    """Retry what backend_unavailable says is safe to retry, as a client would, while the gateway backs off."""
+    with anyio.fail_after(60):
+        while True:
+            result = await call()
+            if not result.is_error or error_code(result) != "backend_unavailable":
+                return result
+            await anyio.sleep(0.2)
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -135,7 +147,7 @@ async def test_a_backend_known_down_is_unavailable_and_the_same_key_works_later(
             assert error_code(down) == "backend_unavailable"
             assert profile.write_count(db) == 0
             async with http_backend(profile, db, port):
-                later = await client.call_tool(profile.write_tool, args)
+                later = await until_reachable(lambda: client.call_tool(profile.write_tool, args))
     finally:
         if not stopped:
             await first_run.__aexit__(None, None, None)
@@ -160,8 +172,8 @@ async def test_an_http_backend_that_commits_then_dies_is_outcome_unknown(tmp_pat
         assert error_code(first) == "outcome_unknown"
         assert profile.write_count(db) == 1
         async with http_backend(profile, db, port):
-            retry = await client.call_tool(profile.write_tool, args)
-            listed = await client.call_tool(profile.list_tool, {})
+            retry = await until_reachable(lambda: client.call_tool(profile.write_tool, args))
+            listed = await until_reachable(lambda: client.call_tool(profile.list_tool, {}))
     assert error_code(retry) == "outcome_unknown"
     assert not listed.is_error  # the gateway reconnected to the restarted backend
     assert profile.write_count(db) == 1

@@ -1,13 +1,13 @@
 """State the write path keeps between calls: plans, idempotency records, nonces, locks, audit.
 
-``open_store(url)`` picks the implementation: ``memory`` or ``sqlite:PATH``.
+``open_store(url)`` picks the implementation: ``memory``, ``sqlite:PATH`` or ``redis://…`` (shared by replicas).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gateway.stores.base import AuditEntry, Claim, Expired, KeyRecord, Plan, Store
+from gateway.stores.base import AuditEntry, Claim, Expired, KeyRecord, Plan, Store, StoreUnavailable
 from gateway.stores.memory import MemoryStore
 from gateway.stores.sqlite import SqliteStore
 
@@ -20,6 +20,7 @@ __all__ = [
     "Plan",
     "SqliteStore",
     "Store",
+    "StoreUnavailable",
     "open_store",
 ]
 
@@ -30,4 +31,8 @@ def open_store(url: str) -> Store:
         return MemoryStore()
     if url.startswith("sqlite:"):
         return SqliteStore(Path(url.removeprefix("sqlite:")))
-    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory' or 'sqlite:PATH')")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from gateway.stores.redis import RedisStore  # imported only when configured
+
+        return RedisStore(url)
+    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH' or 'redis://…')")

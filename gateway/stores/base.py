@@ -12,6 +12,10 @@ TOMBSTONE_SECONDS = 3600
 KeyState = Literal["in_flight", "applied", "unknown", "error"]
 
 
+class StoreUnavailable(Exception):
+    """The store could not be reached (a shared store's server is down or unreachable); fail closed."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """A previewed write: what it will do, to what, for whom, until when."""

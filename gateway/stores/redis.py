@@ -1,0 +1,444 @@
+"""The shared store: several gateway replicas keep plans, keys, nonces, locks and the audit in one Redis.
+
+``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS).
+``lock_lease`` and ``prefix`` are ours; every other query parameter is redis-py's (``socket_timeout``, ...).
+Use one Redis primary at a stable address (standalone, or failed over by Sentinel behind a DNS name or VIP),
+not Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
+back ignoring unknown fields, so adding a field to Plan, KeyRecord or AuditEntry breaks neither old records nor
+a rolling upgrade.
+
+Keys, under ``prefix``::
+
+    plan:<planId>          hash    body, expires_at, in_use_by       expires an hour after the plan (tombstone)
+    key:<caller>:<key>     hash    body, state, owner                expires after the retention
+    nonce:<nonce>          string                                    SET NX PX: single use within its TTL
+    lock:<target>          string  "<fence>:<random>" of the holder  SET PX lease, renewed while held
+    fence:<target>         integer                                   INCR on every acquire, never reset
+    audit                  list    one AuditEntry JSON per decision  RPUSH
+
+Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
+``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
+flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``, acquire, renew
+and unlock are scripts too. A script retried after a lost reply recognises its own earlier effect.
+
+Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
+a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
+random part. Waiters poll with a short backoff. A background task renews the lease every third of it while the
+body runs; unlock deletes the key only if the token is still the holder's. The token is remembered for the
+task (a context variable); a token that is no longer the lock's value is a stale fence, and:
+
+- ``claim`` refuses unless the lock is still held with that token. A holder that stalled past its lease (and
+  so may have been overtaken by another replica) gets ``request_in_progress`` and writes nothing.
+- A claimed key records its owner token. While the owner holds the lock, the key reads as in flight. Once the
+  lock is gone or held by someone else while the key is still in flight, the owner died or stalled mid-write:
+  the next read settles the key as ``unknown`` (and deletes the plan), so the caller gets ``outcome_unknown``
+  and the key never writes again.
+- ``settle`` records an outcome only over the owner's own in-flight record; a stalled owner that wakes up
+  after its key was declared unknown cannot overwrite that.
+- ``recover_in_flight`` at start-up applies the same rule to every key. It cannot settle everything in flight
+  as SQLite does: the other replicas are still running.
+
+Guarantee: one key never reaches the backend twice (the claim is atomic and a claimed key never returns to
+free unless its call was never sent). For one target, writes through gateways are serialised by the lock and
+the version re-check under it, as long as a holder's write finishes while it holds the lease: a live holder
+renews it, and the lease (default 60 s) must comfortably exceed the backend call timeout, so that the write of
+a holder that died mid-call has landed or failed before another replica can take the target. The store cannot
+stop a write already sent: the legacy backend takes no fence token, so a holder stalled between its claim and
+its backend call for longer than the lease could still race the next holder. Durability is Redis's: use AOF
+(docs/deployment.md) or a restart forgets keys.
+
+Connection loss fails closed: every operation raises StoreUnavailable, which the write path turns into a
+refusal before anything is sent; redis-py reconnects on the next call. Lock release and renewal never raise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import anyio
+import redis.asyncio as aioredis
+from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT, FieldT
+
+from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, StoreUnavailable
+from gateway.stores.locks import KeyedLocks
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_SECONDS = 60.0
+DEFAULT_PREFIX = "gateway:"
+AUDIT_PAGE = 500
+# A Redis that is down, unreachable, full (maxmemory with noeviction) or demoted to a read-only replica.
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
+
+T = TypeVar("T")
+R = TypeVar("R", Plan, KeyRecord, AuditEntry)
+
+# KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key.
+CLAIM = """
+local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
+if record[2] then
+  if record[2] == 'in_flight' and ARGV[4] ~= '' and record[3] == ARGV[4]
+      and redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[5] then
+    return {'claimed'}
+  end
+  return {'existing', record[1], record[2], record[3]}
+end
+if ARGV[4] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[4] then
+  return {'fenced'}
+end
+local plan = redis.call('HMGET', KEYS[2], 'expires_at', 'in_use_by')
+if not plan[1] or tonumber(ARGV[2]) >= tonumber(plan[1]) or plan[2] then
+  return {'busy'}
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'state', 'in_flight', 'owner', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[2], 'in_use_by', ARGV[5])
+return {'claimed'}
+"""
+
+# KEYS: record, plan, lock. ARGV: the owner token seen in flight.
+ORPHAN = """
+local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
+if record[2] == 'in_flight' and ARGV[1] ~= '' and record[3] == ARGV[1]
+    and redis.call('GET', KEYS[3]) ~= ARGV[1] then
+  redis.call('HSET', KEYS[1], 'state', 'unknown')
+  redis.call('DEL', KEYS[2])
+  record[2] = 'unknown'
+end
+return record
+"""
+
+# KEYS: record, plan. ARGV: owner token, idempotency key.
+RELEASE = """
+local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if record[1] == 'in_flight' and record[2] == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+end
+if redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[2] then
+  redis.call('HDEL', KEYS[2], 'in_use_by')
+end
+return 1
+"""
+
+# KEYS: record, plan. ARGV: state, body, owner token.
+SETTLE = """
+local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
+redis.call('DEL', KEYS[2])
+if record[2] ~= ARGV[3] or (record[1] ~= 'in_flight' and record[1] ~= ARGV[1]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'body', ARGV[2])
+return 1
+"""
+
+# KEYS: lock, fence. ARGV: this acquirer's random part, lease ms.
+ACQUIRE = """
+local holder = redis.call('GET', KEYS[1])
+if holder then
+  if string.sub(holder, -(#ARGV[1] + 1)) == ':' .. ARGV[1] then
+    return holder
+  end
+  return false
+end
+local token = redis.call('INCR', KEYS[2]) .. ':' .. ARGV[1]
+redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+return token
+"""
+
+# KEYS: lock. ARGV: token, lease ms.
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+# KEYS: lock. ARGV: token.
+UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class RedisStore:
+    """Plans, keys, nonces, locks and the audit in one Redis shared by every replica."""
+
+    def __init__(self, url: str) -> None:
+        redis_url, self.lease, self.prefix = parse_url(url)
+        self._redis = aioredis.Redis.from_url(
+            redis_url,
+            decode_responses=True,
+            # Fail closed within seconds when Redis is gone, rather than after redis-py's ten retries.
+            retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=3),
+        )
+        self._scripts = {
+            name: self._redis.register_script(text)
+            for name, text in [
+                ("claim", CLAIM),
+                ("orphan", ORPHAN),
+                ("release", RELEASE),
+                ("settle", SETTLE),
+                ("acquire", ACQUIRE),
+                ("renew", RENEW),
+                ("unlock", UNLOCK),
+            ]
+        }
+        self._local = KeyedLocks()
+        self._held: ContextVar[Mapping[str, str] | None] = ContextVar(f"redis-store-locks-{id(self)}", default=None)
+
+    async def put_plan(self, plan: Plan, now: float) -> None:
+        key = self._plan_key(plan.plan_id)
+        fields: dict[FieldT, EncodableT] = {"body": _dump(plan), "expires_at": repr(plan.expires_at)}
+        if plan.in_use_by is not None:
+            fields["in_use_by"] = plan.in_use_by
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.pexpireat(key, int((plan.expires_at + TOMBSTONE_SECONDS) * 1000))
+            await self._call(pipe.execute())
+
+    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
+        fields = await self._call(self._redis.hgetall(self._plan_key(plan_id)))
+        if "body" not in fields:
+            return None
+        plan = _load(Plan, cast(str, fields["body"]), in_use_by=fields.get("in_use_by"))
+        return Expired(plan.caller) if now >= plan.expires_at else plan
+
+    async def get_record(self, caller: str, key: str) -> KeyRecord | None:
+        found = await self._call(self._redis.hmget(self._record_key(caller, key), ["body", "state", "owner"]))
+        return await self._unless_orphaned(found)
+
+    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
+        keys = [
+            self._record_key(record.caller, record.key),
+            self._plan_key(record.plan_id),
+            self._lock_key(record.target),
+        ]
+        owner = self._token(record.target)
+        args = [_dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key]
+        answer = await self._script("claim", keys, args)
+        if answer[0] == "claimed":
+            return Claim(claimed=True)
+        if answer[0] == "existing":
+            return Claim(claimed=False, existing=await self._unless_orphaned(answer[1:]))
+        if answer[0] == "fenced":
+            log.warning("lock on %s lapsed before the claim of a key; the key was not claimed", record.target)
+        return Claim(claimed=False, plan_busy=True)
+
+    async def release(self, record: KeyRecord) -> None:
+        keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
+        await self._script("release", keys, [self._token(record.target), record.key])
+
+    async def settle(self, record: KeyRecord) -> None:
+        keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
+        settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+        if not settled:
+            log.warning(
+                "key %s was no longer this call's in-flight claim (its lock lapsed); its outcome %s was not recorded",
+                record.key,
+                record.state,
+            )
+
+    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
+        first = await self._call(
+            self._redis.set(self.prefix + "nonce:" + nonce, "1", nx=True, px=max(1, int(ttl * 1000)))
+        )
+        return bool(first)
+
+    async def recover_in_flight(self) -> list[KeyRecord]:
+        # Other replicas keep running: only keys whose owner no longer holds its lock were left by a crash.
+        # Every read applies the same rule, so this start-up sweep only settles them sooner.
+        recovered: list[KeyRecord] = []
+        try:
+            async for name in self._redis.scan_iter(match=_glob_escape(self.prefix) + "key:*", count=500):
+                found = await self._call(self._redis.hmget(name, ["body", "state", "owner"]))
+                if found[1] != "in_flight":
+                    continue
+                record = await self._unless_orphaned(found)
+                if record is not None and record.state == "unknown":
+                    recovered.append(record)
+        except (*UNREACHABLE, StoreUnavailable) as exc:
+            log.warning("could not sweep keys left in flight (%s); each is settled when next read", exc)
+        return recovered
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]:
+        return self._hold(target)
+
+    async def append_audit(self, entry: AuditEntry) -> None:
+        await self._call(self._redis.rpush(self.prefix + "audit", _dump(entry)))
+
+    async def audit_entries(self) -> AsyncIterator[AuditEntry]:
+        start = 0
+        while True:
+            page = await self._call(self._redis.lrange(self.prefix + "audit", start, start + AUDIT_PAGE - 1))
+            for body in page:
+                yield _load(AuditEntry, cast(str, body))
+            if len(page) < AUDIT_PAGE:
+                return
+            start += AUDIT_PAGE
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+    @asynccontextmanager
+    async def _hold(self, target: str) -> AsyncIterator[None]:
+        # Waiters in this process queue locally, so only one of them polls Redis for the target.
+        async with self._local.hold(target):
+            token = await self._acquire(target)
+            try:
+                held = self._held.set({**(self._held.get() or {}), target: token})
+                try:
+                    async with _beside(self._renew, target, token):
+                        yield
+                finally:
+                    self._held.reset(held)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._unlock(target, token)
+
+    async def _acquire(self, target: str) -> str:
+        keys = [self._lock_key(target), self.prefix + "fence:" + quote(target, safe="")]
+        args = [secrets.token_hex(12), str(self._lease_ms)]
+        delay = 0.005
+        while True:
+            # Shielded: a caller that hangs up must not leave behind a lock it took but never learnt about.
+            with anyio.CancelScope(shield=True):
+                token = await self._script("acquire", keys, args)
+            if token:
+                return str(token)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    async def _renew(self, target: str, token: str) -> None:
+        while True:
+            await anyio.sleep(self.lease / 3)
+            try:
+                renewed = await self._script("renew", [self._lock_key(target)], [token, str(self._lease_ms)])
+            except Exception as exc:  # never let a renewal error cancel the write it protects
+                log.warning("cannot renew the lock on %s: %s", target, exc)
+                continue
+            if not renewed:
+                log.error("lost the lock on %s: its lease lapsed; claim and settle under it will be refused", target)
+                return
+
+    async def _unlock(self, target: str, token: str) -> None:
+        try:
+            await self._script("unlock", [self._lock_key(target)], [token])
+        except StoreUnavailable:
+            log.warning("cannot release the lock on %s; it lapses with its lease", target)
+
+    async def _unless_orphaned(self, fields: list[Any]) -> KeyRecord | None:
+        """A record from [body, state, owner]; an in-flight one whose owner lost its lock is settled unknown."""
+        record, owner = _record(fields), fields[2]
+        if record is None or record.state != "in_flight" or not owner:
+            return record
+        keys = [
+            self._record_key(record.caller, record.key),
+            self._plan_key(record.plan_id),
+            self._lock_key(record.target),
+        ]
+        return _record(await self._script("orphan", keys, [owner]))
+
+    def _token(self, target: str) -> str:
+        return (self._held.get() or {}).get(target, "")
+
+    @property
+    def _lease_ms(self) -> int:
+        return max(1, int(self.lease * 1000))
+
+    def _plan_key(self, plan_id: str) -> str:
+        return self.prefix + "plan:" + plan_id
+
+    def _record_key(self, caller: str, key: str) -> str:
+        # The caller is quoted so that a ':' in it cannot make two (caller, key) pairs share a name.
+        return self.prefix + "key:" + quote(caller, safe="") + ":" + key
+
+    def _lock_key(self, target: str) -> str:
+        return self.prefix + "lock:" + quote(target, safe="")
+
+    async def _script(self, name: str, keys: list[str], args: list[str]) -> Any:
+        return await self._call(self._scripts[name](keys=keys, args=args))
+
+    async def _call(self, operation: Awaitable[T]) -> T:
+        try:
+            return await operation
+        except UNREACHABLE as exc:
+            log.warning("the Redis store cannot be reached: %s: %s", type(exc).__name__, exc)
+            raise StoreUnavailable(f"the Redis store cannot be reached ({type(exc).__name__})") from exc
+
+
+@asynccontextmanager
+async def _beside(task: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> AsyncIterator[None]:
+    """Run a background task while the body runs; the body's exception comes out as itself, not in a group."""
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(task, *args)
+            try:
+                yield
+            finally:
+                tasks.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+def parse_url(url: str) -> tuple[str, float, str]:
+    """Split a store URL into redis-py's URL, the lock lease in seconds and the key prefix."""
+    parts = urlsplit(url)
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in {"lock_lease", "prefix"}:
+            ours[name] = value
+        elif name in URL_QUERY_ARGUMENT_PARSERS:
+            theirs.append((name, value))
+        else:
+            raise ValueError(f"gateway.store: unknown parameter {name!r} in the Redis URL")
+    try:
+        lease = float(ours.get("lock_lease", DEFAULT_LEASE_SECONDS))
+    except ValueError:
+        raise ValueError("gateway.store: lock_lease must be a number of seconds") from None
+    if not lease > 0:
+        raise ValueError("gateway.store: lock_lease must be positive")
+    return urlunsplit(parts._replace(query=urlencode(theirs))), lease, ours.get("prefix", DEFAULT_PREFIX)
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def _dump(record: Plan | KeyRecord | AuditEntry) -> str:
+    return json.dumps(dataclasses.asdict(record), separators=(",", ":"))
+
+
+def _load(kind: type[R], body: str, **override: Any) -> R:
+    # Fields this version does not know (written by a newer replica) are dropped, not fatal.
+    names = {field.name for field in dataclasses.fields(kind)}
+    data = {name: value for name, value in json.loads(body).items() if name in names}
+    return kind(**{**data, **override})
+
+
+def _record(fields: list[Any]) -> KeyRecord | None:
+    """A KeyRecord from its hash fields [body, state, owner]; the state field wins over the body's copy."""
+    body, state = fields[0], fields[1]
+    if body is None or state is None:
+        return None
+    return _load(KeyRecord, cast(str, body), state=state)
