@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
+import json
 import logging
 import sys
+from datetime import datetime
 
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
-from gateway import logs, terminal
+from gateway import audit, logs, terminal
 from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
 from gateway.http_app import build_app
 from gateway.runtime import open_gateway
 from gateway.server import build_server
+from gateway.stores import open_store
 from gateway.terminal import DEFAULT_URL
 
 log = logging.getLogger("gateway")
@@ -47,6 +51,16 @@ def main(argv: list[str] | None = None) -> int:
         "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
     )
     call.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    audit = commands.add_parser("audit", help="read or verify the audit trail in the configured store")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    listing = audit_commands.add_parser("list", help="the entries, oldest first")
+    listing.add_argument("--tenant", help="only this target id")
+    listing.add_argument("--caller", help="only this caller")
+    listing.add_argument("--since", help="only entries at or after this UTC time (2026-12-02T18:00:00Z)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
+    for sub in (listing, verify):
+        sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "call":
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
@@ -59,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas)
+    if args.command == "audit":
+        logs.configure("error", "text")
+        return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     if args.stdio:
         anyio.run(serve_stdio, config)
@@ -99,6 +116,35 @@ async def run_check(config: GatewayConfig, schemas: bool) -> int:
     from gateway.check import check
 
     return await check(config, print, schemas=schemas)
+
+
+async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
+    """The ``audit list`` and ``audit verify`` subcommands."""
+    if config.gateway.store == "memory":
+        print("mcp-safety-gateway audit: the memory store keeps no audit beyond its process", file=sys.stderr)
+        return 2
+    store = open_store(config.gateway.store)
+    try:
+        entries = [entry async for entry in store.audit_entries()]
+    finally:
+        await store.close()
+    if args.audit_command == "verify":
+        problems = audit.verify(entries)
+        for problem in problems:
+            print(f"FAIL  {problem}")
+        if problems:
+            return 1
+        head = entries[-1].hash if entries else "(empty)"
+        print(f"ok    {len(entries)} entries, chain intact, head {head}")
+        return 0
+    since = datetime.fromisoformat(args.since.replace("Z", "+00:00")).timestamp() if args.since else None
+    shown = [e for e in entries if audit.matches(e, target=args.tenant, caller=args.caller, since=since)]
+    if args.json:
+        for entry in shown:
+            print(json.dumps(dataclasses.asdict(entry)))
+    else:
+        print(audit.table(shown))
+    return 0
 
 
 async def serve_stdio(config: GatewayConfig) -> None:

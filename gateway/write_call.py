@@ -203,6 +203,9 @@ def _short_text(value: Any) -> str | None:
 
 
 async def _audit(call: WriteCall, trail: Trail, outcome: str, code: str | None) -> None:
+    """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
+    if trail.confirmation is not None:
+        call.gw.metrics.answers.labels(trail.confirmation).inc()
     fields = asdict(trail)
     entry = AuditEntry(
         at=call.gw.clock(),

@@ -15,6 +15,7 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
+from gateway.audit import verify
 from gateway.stores import AuditEntry, Expired, KeyRecord, Plan, Store, StoreUnavailable, open_store
 from gateway.stores.base import TOMBSTONE_SECONDS
 from gateway.stores.redis import RedisStore, parse_url
@@ -152,14 +153,26 @@ async def test_a_nonce_is_used_once(store: Store) -> None:
     assert await store.use_nonce("n-2", time.time(), 300)
 
 
-async def test_the_audit_keeps_append_order(store: Store) -> None:
+async def test_the_audit_keeps_append_order_in_one_hash_chain(store: Store) -> None:
     entries = [
         AuditEntry(at=time.time() + n, caller="alice", tool="reset_tenant", outcome=outcome, extra={"n": n})
         for n, outcome in enumerate(["refused", "applied", "replayed"])
     ]
     for entry in entries:
         await store.append_audit(entry)
-    assert [entry async for entry in store.audit_entries()] == entries
+    stored = [entry async for entry in store.audit_entries()]
+    assert [replace(entry, seq=0, prev_hash="", hash="") for entry in stored] == entries
+    assert [entry.seq for entry in stored] == [1, 2, 3]
+    assert verify(stored) == []
+
+
+async def test_concurrent_audit_appends_never_fork_the_chain(store: Store) -> None:
+    async with anyio.create_task_group() as tasks:
+        for n in range(30):
+            tasks.start_soon(store.append_audit, AuditEntry(at=float(n), caller="c", tool="t", outcome="applied"))
+    stored = [entry async for entry in store.audit_entries()]
+    assert [entry.seq for entry in stored] == list(range(1, 31))
+    assert verify(stored) == []
 
 
 async def test_a_target_lock_admits_one_holder_at_a_time(store: Store) -> None:

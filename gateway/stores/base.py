@@ -75,6 +75,9 @@ class AuditEntry:
     confirmation: str | None = None
     code: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0
+    prev_hash: str = ""
+    hash: str = ""
 
 
 class Store(Protocol):
@@ -109,7 +112,9 @@ class Store(Protocol):
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
 
-    async def append_audit(self, entry: AuditEntry) -> None: ...
+    async def append_audit(self, entry: AuditEntry) -> None:
+        """Append an entry, sealed into the hash chain (gateway/stores/chain.py) atomically."""
+        ...
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...
 

@@ -11,6 +11,7 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
 MAX_ITEMS = 1_000_000
@@ -81,7 +82,7 @@ class MemoryStore:
         return self._locks.hold(target)
 
     async def append_audit(self, entry: AuditEntry) -> None:
-        self._audit.append(entry)
+        self._audit.append(sealed(entry, self._audit[-1] if self._audit else None))
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for entry in list(self._audit):

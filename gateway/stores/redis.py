@@ -70,11 +70,12 @@ from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, ReadOnlyError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, StoreUnavailable
+from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -282,7 +283,24 @@ class RedisStore:
         return self._hold(target)
 
     async def append_audit(self, entry: AuditEntry) -> None:
-        await self._call(self._redis.rpush(self.prefix + "audit", _dump(entry)))
+        await self._call(self._append_chained(entry))
+
+    async def _append_chained(self, entry: AuditEntry) -> None:
+        # Optimistic: read the tail under WATCH, push the sealed entry in MULTI; another replica's push in
+        # between aborts the transaction and this one re-reads the new tail.
+        name = self.prefix + "audit"
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(name)
+                    tail = await pipe.lindex(name, -1)
+                    stored = sealed(entry, _load(AuditEntry, cast(str, tail)) if tail is not None else None)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.rpush(name, _dump(stored))
+                    await pipe.execute()
+                    return
+                except WatchError:
+                    continue
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         start = 0

@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
 SCHEMA = """
@@ -131,8 +132,16 @@ class SqliteStore:
         return self._locks.hold(target)
 
     async def append_audit(self, entry: AuditEntry) -> None:
-        with self._db:
-            self._db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(entry)),))
+        self._db.execute("BEGIN IMMEDIATE")  # the read of the last entry and the insert are one step
+        try:
+            row = self._db.execute("SELECT entry FROM audit ORDER BY id DESC LIMIT 1").fetchone()
+            last = AuditEntry(**json.loads(row[0])) if row is not None else None
+            stored = sealed(entry, last)
+            self._db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+            self._db.execute("COMMIT")
+        finally:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for (body,) in self._db.execute("SELECT entry FROM audit ORDER BY id").fetchall():
