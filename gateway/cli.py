@@ -137,7 +137,13 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
         head = entries[-1].hash if entries else "(empty)"
         print(f"ok    {len(entries)} entries, chain intact, head {head}")
         return 0
-    since = datetime.fromisoformat(args.since.replace("Z", "+00:00")).timestamp() if args.since else None
+    try:
+        since = datetime.fromisoformat(args.since.replace("Z", "+00:00")).timestamp() if args.since else None
+    except ValueError:
+        print(
+            f"mcp-safety-gateway audit: --since {args.since!r} is not a time like 2026-12-02T18:00:00Z", file=sys.stderr
+        )
+        return 2
     shown = [e for e in entries if audit.matches(e, target=args.tenant, caller=args.caller, since=since)]
     if args.json:
         for entry in shown:
