@@ -80,6 +80,15 @@ class AuditEntry:
     hash: str = ""
 
 
+def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
+    """The rule every store's atomic claim applies: a key already recorded, or a plan gone or in use, refuses."""
+    if existing is not None:
+        return Claim(claimed=False, existing=existing)
+    if not isinstance(plan, Plan) or plan.in_use_by is not None:
+        return Claim(claimed=False, plan_busy=True)
+    return None
+
+
 class Store(Protocol):
     """What every store provides. Methods take ``now`` so that expiry is testable."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from cachetools import TLRUCache
 
-from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
 from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
@@ -48,12 +48,11 @@ class MemoryStore:
         return found[0] if found else None
 
     async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
-        existing = await self.get_record(record.caller, record.key)
-        if existing is not None:
-            return Claim(claimed=False, existing=existing)
         plan = await self.get_plan(record.plan_id, now)
-        if not isinstance(plan, Plan) or plan.in_use_by is not None:
-            return Claim(claimed=False, plan_busy=True)
+        refusal = claim_refusal(await self.get_record(record.caller, record.key), plan)
+        if refusal is not None:
+            return refusal
+        assert isinstance(plan, Plan)
         self._records[(record.caller, record.key)] = (record, now + retention)
         self._plans[plan.plan_id] = (replace(plan, in_use_by=record.key), plan.expires_at + TOMBSTONE_SECONDS)
         return Claim(claimed=True)

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
 from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
@@ -73,12 +73,10 @@ class SqliteStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute("DELETE FROM idempotency WHERE purge_at < ? AND state != 'in_flight'", (now,))
-            existing = await self.get_record(record.caller, record.key)
-            if existing is not None:
-                return Claim(claimed=False, existing=existing)
             plan = await self.get_plan(record.plan_id, now)
-            if not isinstance(plan, Plan) or plan.in_use_by is not None:
-                return Claim(claimed=False, plan_busy=True)
+            refusal = claim_refusal(await self.get_record(record.caller, record.key), plan)
+            if refusal is not None:
+                return refusal
             self._db.execute(
                 "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at)"
                 " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?)",
