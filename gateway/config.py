@@ -170,7 +170,6 @@ class RateLimit(Model):
 
 class RateLimits(Model):
     per_caller: RateLimit | None = RateLimit(per_second=20, burst=100)
-    max_buckets: int = Field(100_000, ge=1)
 
 
 class ToolAccess(Model):

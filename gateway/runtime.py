@@ -43,7 +43,7 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.reader = TargetReader(self.backend)
-        self.limiter = RateLimiter(self.config)
+        self.limiter = RateLimiter(self.config, self.store)
         self.cursors = CursorCodec(self.keys)
 
     async def catalog(self) -> dict[str, PublishedTool]:

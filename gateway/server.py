@@ -142,16 +142,16 @@ async def _call(
         if isinstance(outcome, types.InputRequiredResult):
             return outcome
         return _written(published, outcome)
-    args = _admitted(gw, published, params)
+    args = await _admitted(gw, published, params)
     if isinstance(config, ReadTool):
         return _success(published, await reads.list_page(gw, published.name, config, args))
     return _success(published, await reads.preview(gw, published.name, config, args, caller))
 
 
-def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
+async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
     """Steps 1 and 2 of every call: the caller may use the tool, often enough, with arguments within bounds."""
     authorize(gw.config, published.name, current_scopes())
-    gw.limiter.check(current_caller(gw.config.gateway.stdio_caller), published.name)
+    await gw.limiter.check(current_caller(gw.config.gateway.stdio_caller), published.name)
     args = params.arguments or {}
     limits = gw.config.limits
     check_size(

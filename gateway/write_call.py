@@ -7,7 +7,7 @@ cannot leave the key in flight: the backend call (bounded by its timeout) and th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -84,14 +84,14 @@ async def run_write(
     call: WriteCall,
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
-    admit: Callable[[], dict[str, Any]],
+    admit: Callable[[], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any] | types.InputRequiredResult:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
     raw = params.arguments or {}
     trail = Trail(call.caller, call.name, _short_text(raw.get("planId")), _short_text(raw.get("idempotencyKey")))
     try:
         try:
-            outcome = await _decide(call, ctx, params, admit(), trail)
+            outcome = await _decide(call, ctx, params, await admit(), trail)
         except StoreUnavailable:  # raised only before the backend call: settle's is handled in _write
             raise ToolError("backend_unavailable", STORE_DOWN) from None
     except ToolError as err:

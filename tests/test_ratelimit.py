@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.config import RateLimit
-from gateway.ratelimit import Bucket
 from gateway.runtime import Gateway
+from gateway.stores.buckets import Bucket
 from tests.conftest import (
     ERAS,
     Answers,
@@ -72,7 +71,7 @@ async def test_the_per_caller_limit_covers_every_tool(gw: Gateway) -> None:
 
 
 def test_a_bucket_refills_at_its_rate_up_to_its_burst() -> None:
-    bucket = Bucket(RateLimit(per_second=2, burst=2), now=0.0)
+    bucket = Bucket(per_second=2, burst=2, now=0.0)
     assert [bucket.take(0.0), bucket.take(0.0)] == [0.0, 0.0]
     assert bucket.take(0.0) == pytest.approx(0.5)
     assert bucket.take(0.5) == 0.0

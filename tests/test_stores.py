@@ -175,6 +175,13 @@ async def test_concurrent_audit_appends_never_fork_the_chain(store: Store) -> No
     assert verify(stored) == []
 
 
+async def test_a_rate_limit_bucket_empties_after_its_burst(store: Store) -> None:
+    now = time.time()
+    taken = [await store.take_token("alice\n*", 0.001, 2, now) for _ in range(3)]
+    assert taken[:2] == [0.0, 0.0] and taken[2] > 0
+    assert await store.take_token("bob\n*", 0.001, 2, now) == 0.0  # another caller's bucket is full
+
+
 async def test_a_target_lock_admits_one_holder_at_a_time(store: Store) -> None:
     await _assert_exclusive([store] * 4, "tn_a")
 
@@ -221,6 +228,13 @@ async def replicas(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore
         await first.close()
         await second.close()
         await raw.aclose()
+
+
+async def test_replicas_share_rate_limit_buckets(replicas: tuple[RedisStore, RedisStore, aioredis.Redis]) -> None:
+    first, second, _ = replicas
+    assert await first.take_token("carol\nreset_tenant", 0.001, 2, 0.0) == 0.0
+    assert await second.take_token("carol\nreset_tenant", 0.001, 2, 0.0) == 0.0
+    assert await first.take_token("carol\nreset_tenant", 0.001, 2, 0.0) > 0
 
 
 async def test_a_lock_excludes_holders_on_other_replicas(

@@ -119,6 +119,10 @@ class Store(Protocol):
         """At start-up: settle every key left in flight by a crashed process as ``unknown``; return them."""
         ...
 
+    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
+        """Take one token from a rate-limit bucket: 0 when taken, else the seconds until one is free."""
+        ...
+
     def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
 
     async def append_audit(self, entry: AuditEntry) -> None:

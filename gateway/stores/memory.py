@@ -11,6 +11,7 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
+from gateway.stores.buckets import LocalBuckets
 from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
@@ -32,6 +33,7 @@ class MemoryStore:
         self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._audit: list[AuditEntry] = []
         self._locks = KeyedLocks()
+        self._buckets = LocalBuckets()
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         self._plans[plan.plan_id] = (plan, plan.expires_at + TOMBSTONE_SECONDS)
@@ -76,6 +78,9 @@ class MemoryStore:
 
     async def recover_in_flight(self) -> list[KeyRecord]:
         return []  # a new process starts with an empty memory store
+
+    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
+        return self._buckets.take(bucket, per_second, burst, now)
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)

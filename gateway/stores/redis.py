@@ -90,6 +90,22 @@ T = TypeVar("T")
 R = TypeVar("R", Plan, KeyRecord, AuditEntry)
 
 # KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key.
+# A token bucket every replica shares: {tokens, updated} refilled by elapsed time on Redis's own clock.
+# KEYS: bucket. ARGV: per_second, burst. Returns 0, or the seconds (as a string) until a token is free.
+TAKE_TOKEN = """
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated')
+local tokens, updated = tonumber(state[1]) or burst, tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - updated) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'updated', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
 CLAIM = """
 local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
 if record[2] then
@@ -192,6 +208,7 @@ class RedisStore:
         self._scripts = {
             name: self._redis.register_script(text)
             for name, text in [
+                ("take_token", TAKE_TOKEN),
                 ("claim", CLAIM),
                 ("orphan", ORPHAN),
                 ("release", RELEASE),
@@ -281,6 +298,10 @@ class RedisStore:
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._hold(target)
+
+    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
+        key = self.prefix + "bucket:" + quote(bucket, safe="")
+        return float(await self._script("take_token", [key], [repr(per_second), str(burst)]))
 
     async def append_audit(self, entry: AuditEntry) -> None:
         await self._call(self._append_chained(entry))

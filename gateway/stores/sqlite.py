@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
+from gateway.stores.buckets import LocalBuckets
 from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
@@ -42,6 +43,7 @@ class SqliteStore:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
         self._locks = KeyedLocks()
+        self._buckets = LocalBuckets()
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         body = json.dumps(dataclasses.asdict(plan))
@@ -125,6 +127,9 @@ class SqliteStore:
         for record in records:
             await self.settle(record)
         return records
+
+    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
+        return self._buckets.take(bucket, per_second, burst, now)
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)

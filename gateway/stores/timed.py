@@ -52,6 +52,9 @@ class TimedStore:
     async def recover_in_flight(self) -> list[KeyRecord]:
         return await self.inner.recover_in_flight()
 
+    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
+        return await self._timed("take_token", self.inner.take_token(bucket, per_second, burst, now))
+
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self.inner.lock(target)
 
