@@ -72,18 +72,23 @@ def render(body: dict[str, Any]) -> str:
             lines.append(f"{key}:")
             lines.append(table(value))
         else:
-            lines.append(f"{key}: {json.dumps(value) if isinstance(value, dict | list) else value}")
+            lines.append(f"{key}: {cell(value)}")
     return "\n".join(lines)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """Rows of objects as aligned columns."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    cells = [columns] + [[str(row.get(column, "")) for column in columns] for row in rows]
+    cells = [columns] + [[cell(row.get(column, "")) for column in columns] for row in rows]
     widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
     return "\n".join(
         "  " + "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in cells
     )
+
+
+def cell(value: Any) -> str:
+    """A value as JSON would spell it (true, 5, [..]), strings as they are."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 async def call(url: str, tool: str, arguments: dict[str, Any], token: str | None, raw: bool) -> int:

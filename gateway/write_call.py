@@ -117,6 +117,7 @@ async def _decide(
     if record is not None:
         trail.target = record.target
         if verdict is AfterLookup.REPLAY:
+            trail.version_after = (record.result or {}).get("version")
             return {**(record.result or {}), "replayed": True}
         raise ToolError(**outcome_unknown_body(await call.current(record.target)))
     plan = check_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
