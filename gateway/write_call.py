@@ -34,6 +34,7 @@ from gateway.write_path import (
     check_target,
     confirmation_schema,
     needs_reread,
+    next_key_state,
     outcome_unknown_body,
     settle,
     template_names,
@@ -172,6 +173,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             reread_version = version_of(call.preview.target, current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, call.config, preview_name)
             try:
+                next_key_state(record.state, settlement.state)  # raises if the table in write_path forbids it
                 await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
             except StoreUnavailable:
                 # The call was sent, so say what happened. The key stays in flight until its lock lapses
