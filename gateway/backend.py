@@ -141,6 +141,9 @@ class Backend:
         self._dropped.set()
 
     async def _connection(self) -> Client:
+        client = self._client
+        if client is not None:  # the common case, without queueing on the lock every call
+            return client
         async with self._connect_lock:
             if self._client is not None:
                 return self._client

@@ -1,6 +1,8 @@
 """The published tools: names, annotations, strict input schemas and bounded output schemas, from config.
 
-The low-level MCP server validates nothing, so each tool carries compiled validators for both directions.
+The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
+a fast check (gateway.fastcheck) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
+and for the message when a check fails.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from gateway.config import GatewayConfig, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import ToolError
+from gateway.fastcheck import Check, compile_check
 
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
@@ -29,9 +32,13 @@ class PublishedTool:
     tool: types.Tool
     inputs: Draft202012Validator
     outputs: Draft202012Validator
+    inputs_valid: Check | None = None
+    outputs_valid: Check | None = None
 
     def check_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise invalid_arguments naming the first problem; nothing is coerced."""
+        if self.inputs_valid is not None and self.inputs_valid(arguments):
+            return
         error = next(iter(sorted(self.inputs.iter_errors(arguments), key=lambda e: list(e.path))), None)
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "arguments"
@@ -42,6 +49,8 @@ class PublishedTool:
 
     def check_output(self, body: dict[str, Any]) -> None:
         """Raise ValueError when a structured result does not match the declared outputSchema."""
+        if self.outputs_valid is not None and self.outputs_valid(body):
+            return
         error = next(iter(self.outputs.iter_errors(body)), None)
         if error is not None:
             raise ValueError(f"{self.name} output does not match its outputSchema: {_short(error.message)}")
@@ -50,6 +59,7 @@ class PublishedTool:
 def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]]) -> dict[str, PublishedTool]:
     """Every configured tool, ready to list and validate against. ``lookups`` supplies enum values."""
     catalog = {}
+    formats = FormatChecker()
     for name, tool_config in config.tools.items():
         input_schema, output_schema = _schemas(config, tool_config, lookups)
         tool = types.Tool(
@@ -64,8 +74,10 @@ def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]
             name=name,
             config=tool_config,
             tool=tool,
-            inputs=Draft202012Validator(input_schema, format_checker=FormatChecker()),
-            outputs=Draft202012Validator(output_schema, format_checker=FormatChecker()),
+            inputs=Draft202012Validator(input_schema, format_checker=formats),
+            outputs=Draft202012Validator(output_schema, format_checker=formats),
+            inputs_valid=compile_check(input_schema, formats),
+            outputs_valid=compile_check(output_schema, formats),
         )
     return catalog
 

@@ -187,6 +187,7 @@ class ReadTool(ToolAccess):
     description: str
     items_key: str = "items"
     sort_key: str = "id"
+    listing_seconds: float = Field(5.0, ge=0)
     fields: dict[str, OutputField]
     default_limit: int = Field(20, ge=1)
     max_limit: int = Field(50, ge=1, le=50)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from bisect import bisect_right
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,29 +11,26 @@ from gateway.config import PreviewTool, ReadTool
 from gateway.errors import ToolError
 from gateway.runtime import Gateway
 from gateway.stores import Plan
-from gateway.targets import is_protected, version_of
+from gateway.targets import is_protected, order, version_of
 from gateway.templates import MISSING, at_path
 
 
 async def list_page(gw: Gateway, name: str, config: ReadTool, args: dict[str, Any]) -> dict[str, Any]:
-    """One page ordered by the sort key, after the cursor's position, projected to the declared fields."""
-    limit = args.get("limit", config.default_limit)
+    """One page ordered by the sort key, after the cursor's position, projected to the declared fields.
+
+    A first page reads the backend's list afresh; a page after a cursor is cut from the list as it was read
+    moments ago (see gateway.targets), never re-read per page.
+    """
+    # JSON Schema's "integer" admits 1.0 (an integral number): the schema check has passed, so int() is exact.
+    limit = int(args.get("limit", config.default_limit))
     after = gw.cursors.decode(name, args["cursor"]) if "cursor" in args else None
-    keyed = []
-    for item in await gw.reader.items(config.call):
-        key = at_path(item, config.sort_key)
-        if not isinstance(key, str | int) or isinstance(key, bool):
-            raise ToolError(
-                "backend_error",
-                f"The backend's {config.call.action} list has an item without a usable "
-                f"{config.sort_key}. Nothing was changed.",
-            )
-        keyed.append((key, item))
-    keyed.sort(key=lambda pair: _order(pair[0]))
-    remaining = [(key, item) for key, item in keyed if after is None or _order(key) > _order(after)]
-    page = remaining[:limit]
+    listing = await gw.reader.listing(
+        name, config.call, config.sort_key, fresh=after is None, now=gw.clock(), max_age=config.listing_seconds
+    )
+    start = 0 if after is None else bisect_right(listing.keys, order(after))
+    page = listing.items[start : start + limit]
     body: dict[str, Any] = {config.items_key: [_project(config, item) for _, item in page]}
-    if len(remaining) > limit:
+    if start + limit < len(listing.items):
         body["nextCursor"] = gw.cursors.encode(name, page[-1][0])
     return body
 
@@ -84,11 +82,6 @@ def _project(config: ReadTool, item: Any) -> dict[str, Any]:
             raise ToolError("backend_error", f"The backend's list item has no {field.source}. Nothing was changed.")
         projected[field_name] = value
     return projected
-
-
-def _order(key: str | int) -> tuple[int, str | int]:
-    # Numbers sort before strings, so a list mixing both still has one order.
-    return (0, key) if isinstance(key, int) else (1, key)
 
 
 def rfc3339(timestamp: float) -> str:

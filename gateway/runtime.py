@@ -48,6 +48,8 @@ class Gateway:
 
     async def catalog(self) -> dict[str, PublishedTool]:
         """The published tools; the first call reads the lookups that input enums come from."""
+        if self._catalog is not None:  # every call asks; only the first waits on the lock
+            return self._catalog
         async with self._catalog_lock:
             if self._catalog is None:
                 names = {

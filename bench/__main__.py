@@ -1,0 +1,180 @@
+"""``python -m bench`` (or ``bench/run``): the gateway beside a plain pass-through proxy, in one run, on loopback.
+
+Sections (``--only`` picks some): ``read`` (gateway vs direct vs mcp-proxy at 1/8/32 clients), ``own`` (the
+gateway's in-process cost per call), ``write`` (preview + confirmed reset per store), ``scale`` (10 / 10,000 /
+100,000 tenants), ``memory`` (RSS with 100,000 live plans and records). Everything is bounded in time and count
+and every process started here is stopped on exit. Results: ``OUT/results.json`` and ``OUT/results.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import inprocess, procs, readpath, report, scale, writepath
+
+SECTIONS = ["read", "own", "write", "scale", "memory"]
+TOOLS_PYTHON = procs.ROOT / "bench" / ".venv-tools" / "bin" / "python"
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    load = os.getloadavg()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavg_at_start": [round(x, 2) for x in load],
+        "mcp_proxy": _version(procs.PROXY_VENV / "bin" / "python", "mcp-proxy"),
+        "mcp_in_proxy": _version(procs.PROXY_VENV / "bin" / "python", "mcp"),
+        "mcp_in_gateway": _version(Path(sys.executable), "mcp"),
+    }
+
+
+def _version(python: Path, package: str) -> str | None:
+    if not python.exists():
+        return None
+    done = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout.strip() or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sections, print as they go, write JSON and the chart."""
+    parser = argparse.ArgumentParser(prog="bench", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--out", type=Path, default=procs.ROOT / "bench" / "out", help="results directory")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections (default: all)")
+    parser.add_argument("--quick", action="store_true", help="short windows, small sizes: a smoke run (~2 min)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="read-path window per system and round")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved read-path rounds")
+    parser.add_argument("--walk-seconds", type=float, default=120.0, help="time bound of a 100,000-tenant walk")
+    parser.add_argument("--profile", action="store_true", help="also record py-spy flame graphs of the gateway")
+    parser.add_argument(
+        "--no-what-if",
+        action="store_true",
+        help="skip the read-path what-if: the gateway answering JSON instead of SSE (bench/whatif_json.py)",
+    )
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that every started process is stopped
+
+    only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    if "read" in only and not (procs.PROXY_VENV / "bin" / "mcp-proxy").exists():
+        parser.error(f"mcp-proxy is not installed in {procs.PROXY_VENV}: run bench/run, which creates it")
+    args.out.mkdir(parents=True, exist_ok=True)
+    quick = args.quick
+    seconds = 1.0 if quick else args.seconds
+    rounds = 1 if quick else args.rounds
+    sizes = [10, 1_000, 10_000] if quick else [10, 10_000, 100_000]
+
+    results: dict[str, Any] = {"machine": machine(), "settings": vars(args) | {"out": str(args.out)}}
+    print(f"machine: {results['machine']}", flush=True)
+    started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        if "read" in only:
+            log(f"read path ({rounds} interleaved rounds of {seconds}s per system):")
+            results["read"] = readpath.run(
+                work,
+                concurrency=[1, 8, 32],
+                rounds=rounds,
+                seconds=seconds,
+                what_if_json=not args.no_what_if,
+                log=log,
+            )
+            if args.profile:
+                results["profiles"] = readpath.profile(work, args.out, seconds=10.0, log=log)
+        if "own" in only:
+            log("gateway's own in-process cost per call (handler time minus backend time):")
+            results["own"] = {}
+            for store in ("memory", "sqlite"):
+                url = "memory" if store == "memory" else f"sqlite:{work}/own-store.db"
+                results["own"][store] = inprocess.run(work, url, store, count=100 if quick else 500, log=log)
+        if "write" in only:
+            log("write path (preview + confirmed reset):")
+            results["write"] = writepath.run(
+                work,
+                concurrency=[1, 4],
+                eras=["2025-11-25", "2026-07-28"],
+                seconds=2.0 if quick else 6.0,
+                max_ops=5_000,
+                log=log,
+            )
+        if "scale" in only:
+            log("scale (list page, walk through every tenant, preview):")
+            results["scale"] = scale.run(
+                work,
+                sizes=sizes,
+                first_pages=10 if quick else 30,
+                previews=20 if quick else 100,
+                walk_seconds=20.0 if quick else args.walk_seconds,
+                log=log,
+            )
+        if "memory" in only:
+            log("memory with N live plans and N idempotency records (store API, fresh process):")
+            results["memory"] = {}
+            count = 10_000 if quick else 100_000
+            for store in ("memory", "sqlite"):
+                url = "memory" if store == "memory" else f"sqlite:{work}/memory-store.db"
+                done = subprocess.run(
+                    [sys.executable, "-m", "bench.memory", url, str(count)],
+                    cwd=procs.ROOT,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    check=True,
+                )
+                results["memory"][store] = json.loads(done.stdout)
+                log(f"  {store}: {results['memory'][store]}")
+    finally:
+        results["seconds"] = round(time.perf_counter() - started, 1)
+        shutil.rmtree(work, ignore_errors=True)
+        path = args.out / "results.json"
+        path.write_text(json.dumps(results, indent=2) + "\n")
+        log(f"results: {path} ({results['seconds']}s)")
+    (args.out / "results.md").write_text(report.markdown(results))
+    log(report.markdown(results))
+    if TOOLS_PYTHON.exists():
+        subprocess.run(
+            [str(TOOLS_PYTHON), str(procs.ROOT / "bench" / "chart.py"), str(path), str(args.out / "results.png")],
+            check=False,
+            timeout=120,
+        )
+        log(f"chart: {args.out / 'results.png'}")
+    else:
+        log(f"chart skipped: no {TOOLS_PYTHON} (bench/run creates it)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

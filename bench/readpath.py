@@ -1,0 +1,198 @@
+"""Read path: ``list_tenants`` through the gateway beside ``manage_tenant(list)`` direct and through mcp-proxy.
+
+Topology (all loopback): direct = client -HTTP-> backend; gateway and mcp-proxy = client -HTTP-> bridge -stdio->
+backend (each its own backend process and SQLite file, same demo data). The backend's ``list`` is unbounded, so
+the comparison uses the demo data set (5 tenants): the gateway's first page and the full list hold the same
+five tenants. Windows are interleaved (round-robin, rotated each round) so that a noisy neighbour hits every
+system alike; the pooled latencies of all rounds give the medians.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from contextlib import ExitStack
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+
+from bench import procs
+from bench.load import Sample, run_load
+from bench.wire import WireClient, tool_text
+
+LIST_CALL: tuple[str, dict[str, Any]] = ("manage_tenant", {"action": "list", "payload": {}})
+PAGE_CALL: tuple[str, dict[str, Any]] = ("list_tenants", {})
+
+
+async def _call(client: WireClient, name: str, arguments: dict[str, Any]) -> None:
+    result = await client.call_tool(name, arguments)
+    if result.get("isError"):
+        raise RuntimeError(tool_text(result)[:200])
+
+
+async def _tenant_count(url: str, name: str, arguments: dict[str, Any]) -> int:
+    async with WireClient(url) as client:
+        result = await client.call_tool(name, arguments)
+    data = result.get("structuredContent") or json.loads(tool_text(result))
+    return len(data["tenants"])
+
+
+def run(
+    work: Path, *, concurrency: list[int], rounds: int, seconds: float, what_if_json: bool, log: Any
+) -> dict[str, Any]:
+    """Measure the three systems at each concurrency; return summaries, ratios and CPU per call."""
+    for name in ("direct", "gateway", "mcp-proxy", "gateway-json"):
+        procs.seed_database(work / f"read-{name}.db", tenants=None)
+    config = procs.gateway_config(
+        work / "read-gateway.toml",
+        work / "read-gateway.db",
+        store=f"sqlite:{work}/read-gateway-store.db",
+        tenants=None,
+        state_dir=work / "state",
+    )
+    with ExitStack() as stack:
+        servers = {
+            "direct": stack.enter_context(procs.direct_backend(work / "read-direct.db", work)),
+            "gateway": stack.enter_context(procs.gateway(config, work)),
+            "mcp-proxy": stack.enter_context(procs.mcp_proxy(work / "read-mcp-proxy.db", work)),
+        }
+        calls = {"direct": LIST_CALL, "gateway": PAGE_CALL, "mcp-proxy": LIST_CALL, "gateway-json": PAGE_CALL}
+        if what_if_json:
+            json_config = procs.gateway_config(
+                work / "read-gateway-json.toml",
+                work / "read-gateway-json.db",
+                store=f"sqlite:{work}/read-gateway-json-store.db",
+                tenants=None,
+                state_dir=work / "state",
+            )
+            servers["gateway-json"] = stack.enter_context(
+                procs.gateway(json_config, work, name="gateway-json", json_answers=True)
+            )
+        items = {name: anyio.run(_tenant_count, servers[name].url, *calls[name]) for name in servers}
+        log(f"  tenants returned per call: {items} (demo data set: one gateway page == the full list)")
+        results: dict[str, Any] = {"tenants_per_call": items, "levels": {}}
+        for clients in concurrency:
+            samples = {name: Sample() for name in servers}
+            cpu = {name: {"server": 0.0, "children": 0.0} for name in servers}
+            order = list(servers)
+            backend_reads = {name: 0.0 for name in servers}
+            gateway_calls = {name: 0 for name in servers}
+            for round_number in range(rounds):
+                shift = round_number % len(order)
+                for name in order[shift:] + order[:shift]:
+                    server, (tool, arguments) = servers[name], calls[name]
+
+                    async def call(client: WireClient, tool: str = tool, arguments: dict[str, Any] = arguments) -> None:
+                        await _call(client, tool, arguments)
+
+                    before = server.cpu_seconds()
+                    reads_before = backend_list_calls(server) if name.startswith("gateway") else None
+                    load = partial(run_load, server.url, call, clients=clients, seconds=seconds, max_calls=200_000)
+                    sample = anyio.run(load)
+                    after = server.cpu_seconds()
+                    for part in cpu[name]:
+                        cpu[name][part] += after[part] - before[part]
+                    reads_after = backend_list_calls(server) if name.startswith("gateway") else None
+                    if reads_before is not None and reads_after is not None:
+                        backend_reads[name] += reads_after - reads_before
+                        gateway_calls[name] += len(sample.latencies) + sample.errors + 5 * clients
+                    samples[name].add(sample)
+            level: dict[str, Any] = {}
+            for name, sample in samples.items():
+                summary = sample.summary()
+                # Warm-up calls (5 per client per window) also burn CPU: count them in the divisor.
+                total = summary["calls"] + summary["errors"] + 5 * clients * rounds
+                summary["cpu_ms_per_call"] = {part: round(1000 * spent / total, 3) for part, spent in cpu[name].items()}
+                level[name] = summary
+            for name, calls_made in gateway_calls.items():
+                if calls_made:
+                    # Concurrent first pages share one backend read that started after each of them arrived.
+                    level[name]["backend_list_calls_per_call"] = round(backend_reads[name] / calls_made, 3)
+            level["ratios"] = _ratios(level)
+            if "gateway-json" in level:
+                json_answers, proxy = level["gateway-json"], level["mcp-proxy"]
+                level["ratios"]["what-if json answers: gateway-json/mcp_proxy median_ms"] = _ratio(
+                    json_answers["median_ms"], proxy["median_ms"]
+                )
+                level["ratios"]["what-if json answers: gateway-json/mcp_proxy calls_per_s"] = _ratio(
+                    json_answers["calls_per_s"], proxy["calls_per_s"]
+                )
+            results["levels"][str(clients)] = level
+            log(f"  {clients:>2} clients: " + ", ".join(_brief(name, level[name]) for name in servers))
+            log(f"             ratios: {level['ratios']}")
+    return results
+
+
+def backend_list_calls(server: procs.Server) -> float | None:
+    """How many ``list`` calls the gateway has sent its backend, from its own /metrics (None without them)."""
+    try:
+        text = httpx.get(server.url.removesuffix("/mcp") + "/metrics", timeout=10).text
+    except httpx.HTTPError:
+        return None
+    total = None
+    for line in text.splitlines():
+        if line.startswith("gateway_backend_call_seconds_count{") and 'action="list"' in line:
+            total = (total or 0.0) + float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
+    gateway = level["gateway"]
+    out: dict[str, float | None] = {}
+    for base, label in (("direct", "direct"), ("mcp-proxy", "mcp_proxy")):
+        other = level[base]
+        for metric in ("median_ms", "p99_ms", "calls_per_s"):
+            out[f"gateway/{label} {metric}"] = _ratio(gateway[metric], other[metric])
+    return out
+
+
+def _ratio(ours: float | None, theirs: float | None) -> float | None:
+    return round(ours / theirs, 3) if ours and theirs else None
+
+
+def _brief(name: str, summary: dict[str, Any]) -> str:
+    return f"{name} {summary['median_ms']}ms p99 {summary['p99_ms']}ms {summary['calls_per_s']}/s"
+
+
+def profile(work: Path, out: Path, *, seconds: float, log: Any) -> dict[str, str]:
+    """py-spy flame graphs (SVG) of the gateway process serving list_tenants at 1 and 8 clients."""
+    spy = procs.ROOT / "bench" / ".venv-tools" / "bin" / "py-spy"
+    if not spy.exists():
+        log("  profile skipped: no py-spy in bench/.venv-tools")
+        return {}
+    config = work / "read-gateway.toml"
+    written = {}
+    with procs.gateway(config, work, name="gateway-profiled") as server:
+        for clients in (1, 8):
+            target = out / f"profile-gateway-x{clients}.svg"
+            recorder = subprocess.Popen(
+                [
+                    str(spy),
+                    "record",
+                    "--pid",
+                    str(server.process.pid),
+                    "--duration",
+                    str(int(seconds)),
+                    "--rate",
+                    "250",
+                    "--nonblocking",
+                    "--format",
+                    "flamegraph",
+                    "--output",
+                    str(target),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            call = partial(_call, name=PAGE_CALL[0], arguments=PAGE_CALL[1])
+            anyio.run(partial(run_load, server.url, call, clients=clients, seconds=seconds, max_calls=200_000))
+            try:
+                recorder.wait(timeout=seconds + 60)
+            except subprocess.TimeoutExpired:
+                recorder.kill()
+            written[str(clients)] = str(target)
+            log(f"  flame graph: {target}")
+    return written

@@ -1,0 +1,146 @@
+"""Results as Markdown tables, and the goals checked against them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """Every section present in ``results`` as a table, then the goals."""
+    lines = [f"Machine: {results['machine']}", ""]
+    read = results.get("read")
+    if read:
+        lines += [
+            "### Read path (demo data set, 5 tenants: one gateway page == the backend's full list)",
+            "",
+            "| clients | system | median ms | p99 ms | calls/s | server CPU ms/call (+ children) | backend list "
+            "calls per call |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for clients, level in read["levels"].items():
+            for name in ("direct", "gateway", "mcp-proxy", "gateway-json"):
+                if name not in level:
+                    continue
+                row = level[name]
+                passes = "-" if name.startswith("gateway") else "1"  # direct and mcp-proxy send every call on
+                cpu = row["cpu_ms_per_call"]
+                lines.append(
+                    f"| {clients} | {name} | {row['median_ms']} | {row['p99_ms']} | {row['calls_per_s']} | "
+                    f"{cpu['server']} (+{cpu['children']}) | {row.get('backend_list_calls_per_call', passes)} |"
+                )
+        lines += [
+            "",
+            "| clients | gateway/direct median | gateway/mcp-proxy median | gateway/mcp-proxy calls/s "
+            "| what-if JSON answers: median vs mcp-proxy | calls/s vs mcp-proxy |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for clients, level in read["levels"].items():
+            ratios = level["ratios"]
+            lines.append(
+                f"| {clients} | {ratios['gateway/direct median_ms']} | {ratios['gateway/mcp_proxy median_ms']} | "
+                f"{ratios['gateway/mcp_proxy calls_per_s']} | "
+                f"{ratios.get('what-if json answers: gateway-json/mcp_proxy median_ms', '-')} | "
+                f"{ratios.get('what-if json answers: gateway-json/mcp_proxy calls_per_s', '-')} |"
+            )
+        lines.append("")
+    own = results.get("own")
+    if own:
+        lines += [
+            "### The gateway's own in-process cost (handler minus backend awaits; medians, ms)",
+            "",
+            "| store | call | own | own + SDK middleware | p99 own | backend awaited | backend calls |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for store, calls in own.items():
+            for name, row in calls.items():
+                lines.append(
+                    f"| {store} | {name} | {row['own_ms']['median']} | {row['own_with_sdk_ms']['median']} | "
+                    f"{row['own_ms']['p99']} | {row['backend_ms']['median']} | {row['backend_calls_per_call']} |"
+                )
+        lines.append("")
+    write = results.get("write")
+    if write:
+        lines += [
+            "### Write path (preview + confirmed reset, SDK client that accepts every prompt)",
+            "",
+            "| store | era x clients | ops/s | op median ms | op p99 ms | preview median | reset median | errors |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for store, runs in write.items():
+            for label, row in runs.items():
+                lines.append(
+                    f"| {store} | {label} | {row['ops_per_s']} | {row['median_ms']} | {row['p99_ms']} | "
+                    f"{row['preview_median_ms']} | {row['reset_median_ms']} | {row['errors']} |"
+                )
+        lines.append("")
+    scale = results.get("scale")
+    if scale:
+        lines += [
+            "### Scale (limit 50; memory store)",
+            "",
+            "| tenants | first page median ms | walk: pages | walk median ms | walk p99 ms | walk / 10-tenant page "
+            "| preview median ms | gateway RSS MiB | + backend |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for tenants, row in scale.items():
+            walk = row["walk"]
+            pages = f"{walk['count']}{'' if walk['complete'] else ' (cut at ' + str(walk['seconds']) + 's)'}"
+            lines.append(
+                f"| {tenants} | {row['first_page']['median_ms']} | {pages} | {walk['median_ms']} | {walk['p99_ms']} | "
+                f"{row['walk_vs_smallest']} | {row['preview']['median_ms']} | {row['rss_mib']['gateway']} | "
+                f"{row['rss_mib']['with_backend']} |"
+            )
+        lines.append("")
+    memory = results.get("memory")
+    if memory:
+        lines += [
+            "### Memory with live plans and idempotency records (store API, fresh process)",
+            "",
+            "| store | live plans | records | RSS before MiB | RSS after MiB | growth MiB | file MiB |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for store, row in memory.items():
+            lines.append(
+                f"| {store} | {row['plans_live']} | {row['records']} | {row['rss_before_mib']} | "
+                f"{row['rss_after_mib']} | {row['rss_growth_mib']} | {row.get('file_mib', '-')} |"
+            )
+        lines.append("")
+    lines += ["### Goals", ""] + [f"- {line}" for line in goals(results)] + [""]
+    return "\n".join(lines)
+
+
+def goals(results: dict[str, Any]) -> list[str]:
+    """Each goal, met or not, with the figure that decides it."""
+    out = []
+    read = results.get("read", {}).get("levels", {})
+    if "1" in read:
+        ratio = read["1"]["ratios"]["gateway/mcp_proxy median_ms"]
+        out.append(f"read, 1 client: gateway/mcp-proxy median latency {ratio} (goal <= 1.10): {_met(ratio, 1.10)}")
+    for clients in ("8", "32"):
+        if clients in read:
+            ratio = read[clients]["ratios"]["gateway/mcp_proxy calls_per_s"]
+            verdict = "met" if ratio is not None and ratio >= 1.0 else "NOT met"
+            out.append(f"read, {clients} clients: gateway/mcp-proxy throughput {ratio} (goal >= 1.0): {verdict}")
+    own = results.get("own", {}).get("sqlite")
+    if own:
+        read_cost = own["list_tenants"]["own_ms"]["median"]
+        write_cost = own["reset_tenant_confirmed"]["own_ms"]["median"]
+        out.append(f"own cost per read (sqlite store) {read_cost} ms (goal < 1 ms): {_met(read_cost, 1.0)}")
+        out.append(
+            f"own cost per confirmed write (sqlite store) {write_cost} ms (goal < 3 ms): {_met(write_cost, 3.0)}"
+        )
+    scale = results.get("scale", {})
+    if scale:
+        largest = max(scale, key=int)
+        row = scale[largest]
+        ratio = row["walk_vs_smallest"]
+        complete = "" if row["walk"]["complete"] else " (walk cut short by its time bound)"
+        out.append(
+            f"walk through {largest} tenants: median page / 10-tenant page = {ratio} (goal <= 2): "
+            f"{_met(ratio, 2.0)}{complete}"
+        )
+    return out
+
+
+def _met(value: float | None, limit: float) -> str:
+    return "met" if value is not None and value <= limit else "NOT met"
