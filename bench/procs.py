@@ -6,7 +6,6 @@ bench run never leaves anything behind, even when it fails half-way.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config import GatewayConfig
+from gateway.config import GatewayConfig, to_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -212,26 +211,3 @@ def redis_server(logs: Path) -> Iterator[int]:
     args = ["redis-server", "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"]
     with started("redis", args, port, logs):
         yield port
-
-
-def to_toml(data: dict[str, Any]) -> str:
-    """Config data as TOML: one table per section (tools and lookups one per entry), values inline."""
-    lines: list[str] = []
-
-    def value(item: Any) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, int | float):
-            return repr(item)
-        if isinstance(item, str):
-            return json.dumps(item)
-        if isinstance(item, list):
-            return "[" + ", ".join(value(element) for element in item) + "]"
-        return "{" + ", ".join(f"{json.dumps(key)} = {value(element)}" for key, element in item.items()) + "}"
-
-    for name, section in data.items():
-        entries = section.items() if name in {"tools", "lookups"} else [(None, section)]
-        for entry, body in entries:
-            lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
-            lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in body.items())
-    return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ A bad file fails at start with one sentence per problem naming the TOML key, for
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -388,6 +389,32 @@ def parse_config(data: dict[str, Any], source: str = "config") -> GatewayConfig:
                 message = "required key is missing"
             lines.append(f"{key}: {message}" if key else message)
         raise ConfigError(f"invalid configuration in {source}:\n  " + "\n  ".join(lines)) from None
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """Config data (as ``model_dump(by_alias=True)`` gives it) back to TOML, for tools and tests that write
+    configs: one table per section (tools and lookups one per entry), values inline. TOML has no null, so a
+    None is left out and that key takes its default."""
+
+    def value(item: Any) -> str:
+        if isinstance(item, bool):
+            return "true" if item else "false"
+        if isinstance(item, int | float):
+            return repr(item)
+        if isinstance(item, str):
+            return json.dumps(item)
+        if isinstance(item, list):
+            return "[" + ", ".join(value(element) for element in item) + "]"
+        pairs = [f"{json.dumps(key)} = {value(element)}" for key, element in item.items() if element is not None]
+        return "{" + ", ".join(pairs) + "}"
+
+    lines: list[str] = []
+    for name, section in data.items():
+        entries = section.items() if name in {"tools", "lookups"} else [(None, section)]
+        for entry, body in entries:
+            lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
+            lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in body.items() if item is not None)
+    return "\n".join(lines) + "\n"
 
 
 def _is_union_tag(part: object) -> bool:

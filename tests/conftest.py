@@ -25,7 +25,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from gateway.config import GatewayConfig, load_config, parse_config
+from gateway.config import GatewayConfig, load_config, parse_config, to_toml
 from gateway.runtime import Gateway, open_gateway
 from gateway.server import build_server
 from tests.profiles import PROFILES, Profile
@@ -195,33 +195,8 @@ def http_backend(profile: Profile, db: Path, port: int, *extra: str) -> Any:
 
 
 def write_toml(data: dict[str, Any], path: Path) -> Path:
-    """Write config data as TOML: one table per section, values inline (TOML has no null: None is left out,
-    so that key takes its default)."""
-    lines: list[str] = []
-
-    def value(item: Any) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, int | float):
-            return repr(item)
-        if isinstance(item, str):
-            return json.dumps(item)
-        if isinstance(item, list):
-            return "[" + ", ".join(value(element) for element in item) + "]"
-        pairs = [f"{json.dumps(key)} = {value(element)}" for key, element in item.items() if element is not None]
-        return "{" + ", ".join(pairs) + "}"
-
-    def table(prefix: str, section: dict[str, Any]) -> None:
-        lines.append(f"[{prefix}]")
-        lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in section.items() if item is not None)
-
-    for name, section in data.items():
-        if name in {"tools", "lookups"}:
-            for entry, body in section.items():
-                table(f"{name}.{json.dumps(entry)}", body)
-        else:
-            table(name, section)
-    path.write_text("\n".join(lines) + "\n")
+    """Write config data as a TOML file."""
+    path.write_text(to_toml(data))
     return path
 
 
