@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway import reads
 from gateway.catalog import PublishedTool, check_size
-from gateway.config import PreviewTool, ReadTool, WriteTool
+from gateway.config import ReadTool, WriteTool
 from gateway.errors import ToolError, success_result
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.runtime import Gateway
@@ -135,9 +135,7 @@ async def _call(
     caller = current_caller(gw.config.gateway.stdio_caller)
     config = published.config
     if isinstance(config, WriteTool):
-        preview = gw.config.tools[config.preview]
-        assert isinstance(preview, PreviewTool)
-        call = WriteCall(gw, published.name, config, preview, caller)
+        call = WriteCall(gw, published.name, config, gw.config.preview_of(config), caller)
         outcome = await run_write(call, ctx, params, lambda: _admitted(gw, published, params))
         if isinstance(outcome, types.InputRequiredResult):
             return outcome

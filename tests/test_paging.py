@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.cursor import CursorCodec
+from gateway.errors import ToolError
 from gateway.runtime import Gateway
 from tests.conftest import ERAS, connect, error_code, gateway_config, running_gateway
 from tests.profiles import Profile
@@ -67,5 +68,6 @@ async def test_a_cursor_is_opaque_and_valid_for_a_new_codec_with_the_same_key(gw
     last_id = page.structured_content[profile.items_key][-1][profile.id_field]
     assert last_id not in cursor
     assert CursorCodec(gw.keys).decode(profile.list_tool, cursor) == last_id
-    with pytest.raises(Exception):  # noqa: B017 - any refusal will do; the code is asserted above
+    with pytest.raises(ToolError) as refused:
         CursorCodec([b"another key of at least thirty-two bytes"]).decode(profile.list_tool, cursor)
+    assert refused.value.code == "invalid_cursor"
