@@ -159,9 +159,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def wait_for_port(port: int) -> None:
+async def wait_for_port(port: int, exited: Callable[[], bool] = lambda: False) -> None:
+    """Until something accepts connections on the loopback port; fails at once if ``exited()`` says the
+    process that should listen there is gone."""
     with anyio.fail_after(60):
         while True:
+            assert not exited(), f"the process meant to listen on {port} exited during start-up"
             try:
                 stream = await anyio.connect_tcp("127.0.0.1", port)
             except OSError:
@@ -177,7 +180,7 @@ async def process(args: list[str], port: int | None = None, **popen: Any) -> Asy
     child = subprocess.Popen(args, **popen)  # noqa: ASYNC220 - a quick fork; the wait below is async
     try:
         if port is not None:
-            await wait_for_port(port)
+            await wait_for_port(port, lambda: child.poll() is not None)
         yield child
     finally:
         child.terminate()

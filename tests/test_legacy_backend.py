@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from legacy_backend.faults import FaultSpec, parse_fault_spec, parse_fault_specs, specs_from_env
+from tests.conftest import free_port, wait_for_port
 
 TOOL = "manage_tenant"
 DEMO_IDS = ["tn_billing03", "tn_checkout01", "tn_load04", "tn_prod_eu", "tn_search02"]
@@ -315,29 +315,14 @@ async def test_latency_delays_writes_but_not_the_server(tmp_path: Path, errlog: 
 # -- HTTP transport -----------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @asynccontextmanager
 async def http_backend(db: Path, *extra: str, errlog: TextIO) -> AsyncIterator[tuple[str, Process]]:
     """A legacy backend subprocess serving streamable HTTP; yields its /mcp URL and process."""
-    port = _free_port()
+    port = free_port()
     args = [sys.executable, *_backend_args(db, "--http", f"127.0.0.1:{port}", *extra)]
     proc = await anyio.open_process(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog)
     try:
-        with anyio.fail_after(STARTUP_TIMEOUT):
-            while True:
-                assert proc.returncode is None, "backend exited during startup"
-                try:
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-                except OSError:
-                    await anyio.sleep(0.05)
-                    continue
-                await stream.aclose()
-                break
+        await wait_for_port(port, lambda: proc.returncode is not None)
         yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
         if proc.returncode is None:
