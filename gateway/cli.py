@@ -164,7 +164,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
 async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
     """Serve streamable HTTP until interrupted."""
     async with open_gateway(config) as gw:
-        app = build_app(gw, host=host)
+        app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         await uv.serve()

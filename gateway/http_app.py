@@ -1,4 +1,5 @@
-"""The HTTP face: streamable HTTP at /mcp (stateful, SSE, so 2025 clients can be asked), health probes, and,
+"""The HTTP face: streamable HTTP at /mcp (stateful; an SSE stream for the calls that may ask a 2025 client, one JSON
+body for everything else: gateway/http_streams.py), health probes, and,
 with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
 ``WWW-Authenticate``)."""
 
@@ -8,41 +9,58 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlparse
 
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from gateway.auth import build_verifier
 from gateway.config import GatewayConfig
+from gateway.http_streams import PerRequestSessionManager, stream_unless_read_only
 from gateway.runtime import Gateway
 from gateway.server import build_server
 
 
-def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
+def build_app(gw: Gateway) -> Starlette:
     """The ASGI app for a started gateway."""
-    server = build_server(gw)
     config = gw.config
     verifier = build_verifier(config.auth)
     auth = _auth_settings(config) if verifier is not None else None
-    mcp_app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        stateless_http=False,
-        json_response=False,
+    read_only = [name for name, tool in config.tools.items() if tool.kind != "write"]
+    sessions = PerRequestSessionManager(
+        needs_stream=stream_unless_read_only(read_only),
+        app=build_server(gw),
+        json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
+        stateless=False,
         max_request_body_size=config.limits.max_body_bytes,
-        host=host,
-        transport_security=TransportSecuritySettings(
+        security_settings=TransportSecuritySettings(
             enable_dns_rebinding_protection=config.http.dns_rebinding_protection,
             allowed_hosts=config.http.allowed_hosts,
             allowed_origins=config.http.allowed_origins,
         ),
-        auth=auth,
-        token_verifier=verifier,
     )
+    endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    middleware: list[Middleware] = []
+    if verifier is not None and auth is not None:
+        assert auth.resource_server_url is not None
+        middleware = [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthContextMiddleware),
+        ]
+        endpoint = RequireAuthMiddleware(
+            endpoint, auth.required_scopes or [], build_resource_metadata_url(auth.resource_server_url)
+        )
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -58,14 +76,14 @@ def build_app(gw: Gateway, *, host: str = "127.0.0.1") -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # Starlette does not run a mounted app's lifespan, so the session manager is started here.
-        async with server.session_manager.run():
+        async with sessions.run():
             yield
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
     if auth is not None:
         routes += _metadata_routes(config, auth)
-    return Starlette(routes=[*routes, Mount("/", app=mcp_app)], lifespan=lifespan)
+    routes.append(Route("/mcp", endpoint))
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
 async def _store_answers(gw: Gateway) -> bool:
