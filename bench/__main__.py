@@ -48,6 +48,8 @@ def machine() -> dict[str, Any]:
         "mcp_proxy": _version(procs.PROXY_VENV / "bin" / "python", "mcp-proxy"),
         "mcp_in_proxy": _version(procs.PROXY_VENV / "bin" / "python", "mcp"),
         "mcp_in_gateway": _version(Path(sys.executable), "mcp"),
+        "httptools_in_gateway": _version(Path(sys.executable), "httptools"),
+        "httptools_in_proxy": _version(procs.PROXY_VENV / "bin" / "python", "httptools"),
     }
 
 
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-what-if",
         action="store_true",
-        help="skip the read-path what-if: the gateway answering JSON instead of SSE (bench/whatif_json.py)",
+        help="skip the read-path what-if: the gateway on h11, mcp-proxy's HTTP parser (bench/whatif_h11.py)",
     )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that every started process is stopped
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=[1, 8, 32],
                 rounds=rounds,
                 seconds=seconds,
-                what_if_json=not args.no_what_if,
+                what_if_h11=not args.no_what_if,
                 log=log,
             )
             if args.profile:

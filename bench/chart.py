@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-SYSTEMS = [("direct", "#999999"), ("mcp-proxy", "#4c72b0"), ("gateway", "#dd8452"), ("gateway-json", "#f2c49b")]
+SYSTEMS = [("direct", "#999999"), ("mcp-proxy", "#4c72b0"), ("gateway", "#dd8452"), ("gateway-h11", "#f2c49b")]
 
 
 def _bars(ax: Any, groups: list[str], series: dict[str, list[float]], colors: dict[str, str]) -> None:

@@ -194,11 +194,11 @@ def gateway_config(path: Path, db: Path, *, store: str, tenants: int | None, sta
 
 @contextmanager
 def gateway(
-    config: Path, logs: Path, name: str = "gateway", env: dict[str, str] | None = None, *, json_answers: bool = False
+    config: Path, logs: Path, name: str = "gateway", env: dict[str, str] | None = None, *, h11: bool = False
 ) -> Iterator[Server]:
-    """``mcp-safety-gateway serve`` over HTTP, its backend a stdio child (``json_answers``: see whatif_json)."""
+    """``mcp-safety-gateway serve`` over HTTP, its backend a stdio child (``h11``: see whatif_h11)."""
     port = free_port()
-    program = ["bench/whatif_json.py"] if json_answers else ["-m", "gateway"]
+    program = ["bench/whatif_h11.py"] if h11 else ["-m", "gateway"]
     args = [PYTHON, *program, "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
     with started(name, args, port, logs, env) as server:
         yield server

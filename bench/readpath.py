@@ -41,10 +41,10 @@ async def _tenant_count(url: str, name: str, arguments: dict[str, Any]) -> int:
 
 
 def run(
-    work: Path, *, concurrency: list[int], rounds: int, seconds: float, what_if_json: bool, log: Any
+    work: Path, *, concurrency: list[int], rounds: int, seconds: float, what_if_h11: bool, log: Any
 ) -> dict[str, Any]:
     """Measure the three systems at each concurrency; return summaries, ratios and CPU per call."""
-    for name in ("direct", "gateway", "mcp-proxy", "gateway-json"):
+    for name in ("direct", "gateway", "mcp-proxy", "gateway-h11"):
         procs.seed_database(work / f"read-{name}.db", tenants=None)
     config = procs.gateway_config(
         work / "read-gateway.toml",
@@ -59,18 +59,16 @@ def run(
             "gateway": stack.enter_context(procs.gateway(config, work)),
             "mcp-proxy": stack.enter_context(procs.mcp_proxy(work / "read-mcp-proxy.db", work)),
         }
-        calls = {"direct": LIST_CALL, "gateway": PAGE_CALL, "mcp-proxy": LIST_CALL, "gateway-json": PAGE_CALL}
-        if what_if_json:
-            json_config = procs.gateway_config(
-                work / "read-gateway-json.toml",
-                work / "read-gateway-json.db",
-                store=f"sqlite:{work}/read-gateway-json-store.db",
+        calls = {"direct": LIST_CALL, "gateway": PAGE_CALL, "mcp-proxy": LIST_CALL, "gateway-h11": PAGE_CALL}
+        if what_if_h11:
+            h11_config = procs.gateway_config(
+                work / "read-gateway-h11.toml",
+                work / "read-gateway-h11.db",
+                store=f"sqlite:{work}/read-gateway-h11-store.db",
                 tenants=None,
                 state_dir=work / "state",
             )
-            servers["gateway-json"] = stack.enter_context(
-                procs.gateway(json_config, work, name="gateway-json", json_answers=True)
-            )
+            servers["gateway-h11"] = stack.enter_context(procs.gateway(h11_config, work, name="gateway-h11", h11=True))
         items = {name: anyio.run(_tenant_count, servers[name].url, *calls[name]) for name in servers}
         log(f"  tenants returned per call: {items} (demo data set: one gateway page == the full list)")
         results: dict[str, Any] = {"tenants_per_call": items, "levels": {}}
@@ -112,13 +110,13 @@ def run(
                     # Concurrent first pages share one backend read that started after each of them arrived.
                     level[name]["backend_list_calls_per_call"] = round(backend_reads[name] / calls_made, 3)
             level["ratios"] = _ratios(level)
-            if "gateway-json" in level:
-                json_answers, proxy = level["gateway-json"], level["mcp-proxy"]
-                level["ratios"]["what-if json answers: gateway-json/mcp_proxy median_ms"] = _ratio(
-                    json_answers["median_ms"], proxy["median_ms"]
+            if "gateway-h11" in level:
+                on_h11, proxy = level["gateway-h11"], level["mcp-proxy"]
+                level["ratios"]["what-if h11: gateway-h11/mcp_proxy median_ms"] = _ratio(
+                    on_h11["median_ms"], proxy["median_ms"]
                 )
-                level["ratios"]["what-if json answers: gateway-json/mcp_proxy calls_per_s"] = _ratio(
-                    json_answers["calls_per_s"], proxy["calls_per_s"]
+                level["ratios"]["what-if h11: gateway-h11/mcp_proxy calls_per_s"] = _ratio(
+                    on_h11["calls_per_s"], proxy["calls_per_s"]
                 )
             results["levels"][str(clients)] = level
             log(f"  {clients:>2} clients: " + ", ".join(_brief(name, level[name]) for name in servers))

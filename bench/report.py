@@ -18,7 +18,7 @@ def markdown(results: dict[str, Any]) -> str:
             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         for clients, level in read["levels"].items():
-            for name in ("direct", "gateway", "mcp-proxy", "gateway-json"):
+            for name in ("direct", "gateway", "mcp-proxy", "gateway-h11"):
                 if name not in level:
                     continue
                 row = level[name]
@@ -31,7 +31,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [
             "",
             "| clients | gateway/direct median | gateway/mcp-proxy median | gateway/mcp-proxy calls/s "
-            "| what-if JSON answers: median vs mcp-proxy | calls/s vs mcp-proxy |",
+            "| what-if gateway on h11: median vs mcp-proxy | calls/s vs mcp-proxy |",
             "| ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for clients, level in read["levels"].items():
@@ -39,8 +39,8 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {clients} | {ratios['gateway/direct median_ms']} | {ratios['gateway/mcp_proxy median_ms']} | "
                 f"{ratios['gateway/mcp_proxy calls_per_s']} | "
-                f"{ratios.get('what-if json answers: gateway-json/mcp_proxy median_ms', '-')} | "
-                f"{ratios.get('what-if json answers: gateway-json/mcp_proxy calls_per_s', '-')} |"
+                f"{ratios.get('what-if h11: gateway-h11/mcp_proxy median_ms', '-')} | "
+                f"{ratios.get('what-if h11: gateway-h11/mcp_proxy calls_per_s', '-')} |"
             )
         lines.append("")
     own = results.get("own")

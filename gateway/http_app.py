@@ -18,7 +18,6 @@ from mcp.server.transport_security import TransportSecuritySettings
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -51,16 +50,12 @@ def build_app(gw: Gateway) -> Starlette:
         ),
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
-    middleware: list[Middleware] = []
     if verifier is not None and auth is not None:
+        # The SDK's own wiring, around /mcp only: health probes and metrics never verify a token.
         assert auth.resource_server_url is not None
-        middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
-            Middleware(AuthContextMiddleware),
-        ]
-        endpoint = RequireAuthMiddleware(
-            endpoint, auth.required_scopes or [], build_resource_metadata_url(auth.resource_server_url)
-        )
+        metadata_url = build_resource_metadata_url(auth.resource_server_url)
+        endpoint = RequireAuthMiddleware(endpoint, auth.required_scopes or [], metadata_url)
+        endpoint = AuthenticationMiddleware(AuthContextMiddleware(endpoint), backend=BearerAuthBackend(verifier))
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
@@ -83,7 +78,7 @@ def build_app(gw: Gateway) -> Starlette:
     if auth is not None:
         routes += _metadata_routes(config, auth)
     routes.append(Route("/mcp", endpoint))
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
 async def _store_answers(gw: Gateway) -> bool:

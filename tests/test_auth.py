@@ -10,6 +10,7 @@ import hashlib
 import os
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -76,9 +77,10 @@ def token(resource: str, *, client: str, scopes: str, key: rsa.RSAPrivateKey = K
 
 @dataclass
 class Recorder:
-    """What crossed the proxy to the backend."""
+    """What crossed the proxy to the backend, and which tokens the gateway asked the identity provider about."""
 
     authorization: list[str | None] = field(default_factory=list)
+    introspected: list[str] = field(default_factory=list)
 
 
 @asynccontextmanager
@@ -93,7 +95,7 @@ async def serve_asgi(app: Any, port: int) -> AsyncIterator[None]:
         server.should_exit = True
 
 
-def identity_provider(active: dict[str, dict[str, Any]]) -> Starlette:
+def identity_provider(active: dict[str, dict[str, Any]], recorder: Recorder) -> Starlette:
     public = jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key(), as_dict=True) | {"kid": "k1", "use": "sig"}
 
     async def jwks(request: Request) -> JSONResponse:
@@ -103,6 +105,7 @@ def identity_provider(active: dict[str, dict[str, Any]]) -> Starlette:
         if request.headers.get("authorization") != httpx.BasicAuth("gw", "gw-secret")._auth_header:
             return JSONResponse({"error": "invalid_client"}, status_code=401)
         form = await request.form()
+        recorder.introspected.append(str(form.get("token")))
         return JSONResponse(active.get(str(form.get("token")), {"active": False}))
 
     return Starlette(routes=[Route("/jwks.json", jwks), Route("/introspect", introspect, methods=["POST"])])
@@ -180,7 +183,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
         "INTROSPECTION_SECRET": "gw-secret",
     }
     async with (
-        serve_asgi(identity_provider(active), idp_port),
+        serve_asgi(identity_provider(active, recorder), idp_port),
         http_backend(TENANTS, db, backend_port, *TENANTS.seed_demo),
         serve_asgi(recording_proxy(f"http://127.0.0.1:{backend_port}/mcp", recorder), proxy_port),
     ):
@@ -322,6 +325,19 @@ async def test_introspected_tokens_are_checked_at_the_endpoint(world: World) -> 
                 world.introspection_url, json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {bad}"}
             )
             assert response.status_code == 401
+
+
+async def test_probes_and_metrics_answer_without_verifying_a_token(world: World) -> None:
+    """Only /mcp verifies tokens: a probe carrying one costs no introspection call and is never refused."""
+    base = world.introspection_url.removesuffix("/mcp")
+    unseen = f"opaque-{uuid.uuid4()}"
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {unseen}"}) as http:
+        answers = [(await http.get(f"{base}{path}")).status_code for path in ("/healthz", "/readyz", "/metrics")]
+        assert unseen not in world.recorder.introspected
+        refused = await http.post(world.introspection_url, json=INITIALIZE, headers=HEADERS)
+    assert answers == [200, 200, 200]
+    assert refused.status_code == 401
+    assert world.recorder.introspected.count(unseen) == 1
 
 
 async def test_the_hosts_token_never_reaches_the_backend(world: World) -> None:
