@@ -26,7 +26,8 @@ class CursorCodec:
     def decode(self, tool: str, cursor: str) -> str | int:
         """The sort key a cursor stands for; ToolError invalid_cursor for anything not minted here."""
         body, _, tag = cursor.partition(".")
-        if any(hmac.compare_digest(_b64(self._sign(key, body)), tag) for key in self._keys):
+        # Minted cursors are ASCII; compare_digest refuses other strings (TypeError), so they stop here.
+        if cursor.isascii() and any(hmac.compare_digest(_b64(self._sign(key, body)), tag) for key in self._keys):
             data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
             after = data.get("after")
             if data.get("t") == tool and isinstance(after, str | int) and not isinstance(after, bool):

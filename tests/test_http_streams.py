@@ -7,15 +7,18 @@ the answer modes recorded here change and the tests say so."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from gateway.http_streams import stream_unless_read_only
+from gateway.http_streams import SessionEventStore, stream_unless_read_only
 from tests.conftest import Answers, applied_body, free_port, new_key, preview, serve, write_config
 from tests.profiles import Profile
 
@@ -110,3 +113,115 @@ async def test_a_refused_read_is_still_one_json_body(tmp_path: Path, profile: Pr
 )
 def test_which_requests_may_need_a_stream(message: Any, needs_stream: bool) -> None:
     assert stream_unless_read_only(["list_tenants", "preview_tenant_reset"])(message) is needs_stream
+
+
+PROTOCOL = "2025-11-25"
+ACCEPT_BOTH = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def events(response: httpx.Response) -> AsyncIterator[dict[str, str]]:
+    """The SSE events of a streamed response, each as its fields (id, data, retry, event)."""
+    event: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line == "":
+            if event:
+                yield event
+            event = {}
+            continue
+        field, _, value = line.partition(":")
+        event[field] = value.removeprefix(" ")
+
+
+async def test_a_write_whose_stream_drops_resumes_with_last_event_id(tmp_path: Path, profile: Profile) -> None:
+    """A 2025 client loses the write's stream while the prompt is pending; it reconnects with Last-Event-ID,
+    gets the prompt again, answers it, and receives the result on the resumed stream. One write happens."""
+    config, port = write_config(profile, tmp_path), free_port()
+    url, db = f"http://127.0.0.1:{port}/mcp", tmp_path / "backend.db"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "resuming-client", "version": "1"},
+        },
+    }
+    async with serve(config, port), httpx.AsyncClient(timeout=30) as http:
+        opened = await http.post(url, json=initialize, headers=ACCEPT_BOTH)
+        session = {**ACCEPT_BOTH, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": PROTOCOL}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        planned = await http.post(
+            url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": profile.preview_tool, "arguments": profile.preview_args()},
+            },
+            headers=session,
+        )
+        plan = planned.json()["result"]["structuredContent"]
+        version = profile.version(db, profile.main)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {
+                "name": profile.write_tool,
+                "arguments": {"planId": plan["planId"], "idempotencyKey": new_key()},
+            },
+        }
+
+        async with http.stream("POST", url, json=call, headers=session) as streamed:
+            assert streamed.headers["content-type"].startswith("text/event-stream")
+            received = events(streamed)
+            priming = await anext(received)
+            prompt = await anext(received)
+        # The connection is gone: the client saw the priming event and the prompt, not the answer.
+        assert priming["data"] == "" and priming["retry"] == "1000"
+        asked = JSONRPCRequest.model_validate_json(prompt["data"])
+        assert asked.method == "elicitation/create"
+        assert profile.write_count(db) == 0
+
+        resume = {**session, "Accept": "text/event-stream", "last-event-id": priming["id"]}
+        async with http.stream("GET", url, headers=resume) as resumed:
+            replayed = events(resumed)
+            again = await anext(replayed)
+            assert JSONRPCRequest.model_validate_json(again["data"]).id == asked.id
+            answer = {"jsonrpc": "2.0", "id": asked.id, "result": {"action": "accept", "content": {"confirm": True}}}
+            assert (await http.post(url, json=answer, headers=session)).status_code == 202
+            final = await anext(replayed)
+            while not final["data"]:  # the resumed stream's own priming event
+                final = await anext(replayed)
+        result = JSONRPCResponse.model_validate_json(final["data"])
+        assert result.id == 3
+        assert result.result["structuredContent"] == applied_body(plan, version + 1)
+        assert profile.write_count(db) == 1
+
+        # A client that missed only the answer gets just that, and the replay ends with it.
+        after_prompt = {**resume, "last-event-id": again["id"]}
+        async with http.stream("GET", url, headers=after_prompt) as late:
+            missed = [event async for event in events(late)]
+        assert [JSONRPCResponse.model_validate_json(event["data"]).id for event in missed if event.get("data")] == [3]
+    assert profile.write_count(db) == 1
+
+
+async def test_the_event_store_keeps_only_streamed_requests_and_is_bounded() -> None:
+    store = SessionEventStore(max_events=3)
+    note = JSONRPCNotification(jsonrpc="2.0", method="notifications/progress")
+    await store.store_event("7", note)  # a request answered with JSON: not kept
+    store.streams("8")
+    first = await store.store_event("8", None)
+    await store.store_event("8", note)
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    assert await store.replay_events_after(first, send) == "8"
+    assert len(sent) == 1
+    assert await store.replay_events_after("1", send) is None  # the JSON-answered request's event was not kept
+    for _ in range(3):
+        await store.store_event("8", note)
+    assert await store.replay_events_after(first, send) is None  # the oldest event went first
