@@ -26,7 +26,7 @@ from starlette.types import ASGIApp
 
 from gateway.auth import build_verifier
 from gateway.config import GatewayConfig
-from gateway.http_streams import PerRequestSessionManager, stream_unless_read_only
+from gateway.http_streams import PerRequestSessionManager, stream_for_tools
 from gateway.runtime import Gateway
 from gateway.server import build_server
 
@@ -36,9 +36,9 @@ def build_app(gw: Gateway) -> Starlette:
     config = gw.config
     verifier = build_verifier(config.auth)
     auth = _auth_settings(config) if verifier is not None else None
-    read_only = [name for name, tool in config.tools.items() if tool.kind != "write"]
+    writes = [name for name, tool in config.tools.items() if tool.kind == "write"]
     sessions = PerRequestSessionManager(
-        needs_stream=stream_unless_read_only(read_only),
+        needs_stream=stream_for_tools(writes),
         app=build_server(gw),
         json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
         stateless=False,

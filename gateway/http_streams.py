@@ -2,9 +2,9 @@
 
 Streamable HTTP lets a server answer each POSTed request either with one JSON body or with an SSE stream, and
 only a stream can carry a request back to the client: the confirmation prompt a 2025-11-25 client gets before a
-write. The SDK (mcp 2.3) fixes one answer mode per server. The gateway picks per request instead: a call to a tool
-that may ask the user gets a stream, everything else (initialize, tools/list, reads, previews, pings) gets one
-JSON body, which costs the gateway about 0.4 ms less CPU per call (bench/RESULTS.md).
+write. The SDK (mcp 2.3) fixes one answer mode per server. The gateway picks per request instead: a call to a write tool
+(which may ask the user) gets a stream, everything else (initialize, tools/list, reads, previews, pings, unknown
+tools) gets one JSON body, which costs the gateway about 0.4 ms less CPU per call (bench/RESULTS.md).
 
 Two SDK hooks carry this, both private to mcp 2.3 (pyproject.toml pins ``mcp>=2.3,<2.4`` for that reason and
 tests/test_http_streams.py fails when either stops working): the session manager's ``_admit_session``, which builds
@@ -47,8 +47,8 @@ from starlette.types import Receive, Scope, Send
 
 _answer_with_json: ContextVar[bool] = ContextVar("answer_with_json", default=False)
 
-MAX_EVENTS = 256
-"""Events one session keeps for resuming its streams; the oldest go first."""
+MAX_EVENTS = 64
+"""Events one session keeps for resuming its streams (a write's stream holds three or four); oldest go first."""
 RETRY_MS = 1000
 """The ``retry`` hint of a stream's priming event: how soon a client reconnects after a drop."""
 
@@ -56,18 +56,16 @@ StreamNeeded = Callable[[object], bool]
 """Given a POST body's decoded JSON, whether the request may need a stream (to ask the client something)."""
 
 
-def stream_unless_read_only(read_only_tools: Iterable[str]) -> StreamNeeded:
-    """JSON for every request except ``tools/call`` of a tool outside ``read_only_tools`` (writes, and unknown
-    names whose answer is an error either way). Batches and unparseable bodies take the SDK's SSE path."""
-    json_tools = frozenset(read_only_tools)
+def stream_for_tools(asking_tools: Iterable[str]) -> StreamNeeded:
+    """A stream for ``tools/call`` of one of ``asking_tools`` (the write tools, which may prompt); one JSON body
+    for everything else, unknown and hidden tool names included (their answer is an error, and asks nothing)."""
+    streamed = frozenset(asking_tools)
 
     def needs_stream(message: object) -> bool:
-        if not isinstance(message, dict):
-            return True
-        if message.get("method") != "tools/call":
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
             return False
         params = message.get("params")
-        return not isinstance(params, dict) or params.get("name") not in json_tools
+        return isinstance(params, dict) and params.get("name") in streamed
 
     return needs_stream
 

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from gateway.http_streams import SessionEventStore, stream_unless_read_only
+from gateway.http_streams import SessionEventStore, stream_for_tools
 from tests.conftest import Answers, applied_body, free_port, new_key, preview, serve, write_config
 from tests.profiles import Profile
 
@@ -100,19 +100,19 @@ async def test_a_refused_read_is_still_one_json_body(tmp_path: Path, profile: Pr
 @pytest.mark.parametrize(
     ("message", "needs_stream"),
     [
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset_tenant"}}, True),
         ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, False),
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, False),
         ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_tenants"}}, False),
-        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset_tenant"}}, True),
-        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "no_such_tool"}}, True),
-        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": []}, True),
-        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}, True),
-        ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], True),
-        (None, True),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "no_such_tool"}}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["reset_tenant"]}, False),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}, False),
+        ([{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset_tenant"}}], False),
+        (None, False),
     ],
 )
-def test_which_requests_may_need_a_stream(message: Any, needs_stream: bool) -> None:
-    assert stream_unless_read_only(["list_tenants", "preview_tenant_reset"])(message) is needs_stream
+def test_only_a_write_tool_call_needs_a_stream(message: Any, needs_stream: bool) -> None:
+    assert stream_for_tools(["reset_tenant"])(message) is needs_stream
 
 
 PROTOCOL = "2025-11-25"

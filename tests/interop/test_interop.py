@@ -519,6 +519,9 @@ def judge(results: dict[str, dict[str, set[str]]], baseline: dict[str, str]) -> 
             verdict["dead"].append(entry)
             continue
         checks = results[scenario]
+        if check and check not in checks:
+            verdict["dead"].append(entry)
+            continue
         passing = checks.get(check) == {"SUCCESS"} if check else not any(s & FAILING for s in checks.values())
         if passing:
             verdict["stale"].append(entry)
@@ -549,7 +552,7 @@ async def test_the_conformance_suite_passes_but_for_its_baseline(served: Served,
     verdict = judge(results, baseline)
     assert verdict["unexpected"] == [], f"failures outside {baseline_file.name}:\n{report}"
     assert verdict["stale"] == [], f"entries of {baseline_file.name} that now pass: remove them"
-    assert verdict["dead"] == [], f"entries of {baseline_file.name} for scenarios this revision does not run"
+    assert verdict["dead"] == [], f"entries of {baseline_file.name} for scenarios or checks this revision does not run"
     assert done.returncode == 0, report  # the suite's own verdict on its scored scenarios agrees
 
     for scenario in GENERIC[revision] | GENERIC_BUT_FOR_FIXTURES[revision]:
