@@ -1,5 +1,6 @@
-"""Crash points for reliability tests: ``GATEWAY_CRASH_AT=before-claim|after-claim|after-backend-write``
-makes the process die on the spot (no cleanup, like SIGKILL) the first time a write reaches that point.
+"""Crash points for reliability tests: ``GATEWAY_CRASH_AT=POINT`` makes the process die on the spot (no cleanup,
+like SIGKILL) the first time a write reaches that point. The points, in order: ``before-claim``, ``after-claim``,
+``after-backend-write`` and ``before-settle`` (the outcome's audit entry is stored, the key not yet settled).
 
 Unset, this does nothing. It exists so that tests can prove, from outside the process, that a crash at
 each step of the write path never leads to a second write.
@@ -11,7 +12,7 @@ import logging
 import os
 
 ENV_VAR = "GATEWAY_CRASH_AT"
-POINTS = ("before-claim", "after-claim", "after-backend-write")
+POINTS = ("before-claim", "after-claim", "after-backend-write", "before-settle")
 log = logging.getLogger(__name__)
 
 

@@ -18,7 +18,7 @@ from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
-from gateway.stores import Store, open_store
+from gateway.stores import AuditEntry, Plan, Store, open_store
 from gateway.stores.timed import TimedStore
 from gateway.targets import TargetReader
 
@@ -75,10 +75,32 @@ async def open_gateway(config: GatewayConfig, *, clock: Callable[[], float] = ti
     metrics = Metrics()
     store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
     try:
-        for record in await store.recover_in_flight():
-            log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
+        await _recover(store, config, clock())
         async with Backend(config.backend, observe=metrics.observe_backend) as backend:
             keys = load_keys(Path(config.gateway.state_dir))
             yield Gateway(config, backend, store, keys, clock, metrics)
     finally:
         await store.close()
+
+
+async def _recover(store: Store, config: GatewayConfig, now: float) -> None:
+    """Keys a crash left in flight now read outcome_unknown, and each gets the audit entry its call never wrote:
+    the write may have reached the backend."""
+    writes = [name for name, tool in config.tools.items() if tool.kind == "write"]
+    for record in await store.recover_in_flight():
+        log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
+        plan = await store.get_plan(record.plan_id, now)
+        tool = plan.tool if isinstance(plan, Plan) else writes[0] if len(writes) == 1 else "(unknown)"
+        entry = AuditEntry(
+            at=now,
+            caller=record.caller,
+            tool=tool,
+            outcome="unknown",
+            code="outcome_unknown",
+            plan_id=record.plan_id,
+            idempotency_key=record.key,
+            target=record.target,
+            version_before=plan.version if isinstance(plan, Plan) else None,
+            extra={"recovered": "in flight when the gateway stopped"},
+        )
+        await store.append_audit(entry)

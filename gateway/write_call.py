@@ -58,6 +58,7 @@ class Trail:
     version_before: int | None = None
     version_after: int | None = None
     confirmation: str | None = None
+    audited: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,15 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             current = await call.current(plan.target) if needs_reread(reply, call.config) else None
             reread_version = version_of(call.preview.target, current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, call.config, preview_name)
+            # The entry goes in before the key settles: a crash in between leaves the key in flight, and the
+            # restart adds an outcome_unknown entry for it (gateway.runtime), so no sent write goes unaudited.
+            error = settlement.error()
+            if error is None:
+                trail.version_after = settlement.result["version"]
+                await _audit(call, trail, "applied", None)
+            else:
+                await _audit(call, trail, AUDIT_OUTCOMES.get(error.code, "refused"), error.code)
+            crash_point("before-settle")
             try:
                 next_key_state(record.state, settlement.state)  # raises if the table in write_path forbids it
                 await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
@@ -179,10 +189,8 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
                 # The call was sent, so say what happened. The key stays in flight until its lock lapses
                 # and then reads outcome_unknown: it never writes again.
                 log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
-    error = settlement.error()
     if error is not None:
         raise error
-    trail.version_after = settlement.result["version"]
     return {**settlement.result, "replayed": False}
 
 
@@ -207,9 +215,13 @@ def _short_text(value: Any) -> str | None:
 
 async def _audit(call: WriteCall, trail: Trail, outcome: str, code: str | None) -> None:
     """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
+    if trail.audited:
+        return
+    trail.audited = True
     if trail.confirmation is not None:
         call.gw.metrics.answers.labels(trail.confirmation).inc()
     fields = asdict(trail)
+    del fields["audited"]
     entry = AuditEntry(
         at=call.gw.clock(),
         caller=fields.pop("caller"),

@@ -3,7 +3,9 @@ writes twice, a key left in flight reads as outcome_unknown instead of hanging, 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import anyio
@@ -35,7 +37,7 @@ async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path,
             await anyio.to_thread.run_sync(child.wait)
         assert child.returncode == 137
     writes_at_crash = profile.write_count(db)
-    assert writes_at_crash == (1 if point == "after-backend-write" else 0)
+    assert writes_at_crash == (1 if point in ("after-backend-write", "before-settle") else 0)
 
     port = free_port()
     answers = Answers()
@@ -55,3 +57,25 @@ async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path,
         assert answers.prompts == []
         assert profile.write_count(db) == writes_at_crash
         assert profile.version(db, profile.main) == version + writes_at_crash
+    # Once the killed call had claimed its key, the restart wrote an audit entry for it; a call killed after its
+    # outcome was audited (before-settle) keeps that entry too, so a write that reached the backend is never missing.
+    command = [sys.executable, "-m", "gateway", "audit", "list", "--json", "--config", str(config)]
+    listed = await anyio.run_process(command)
+    entries = [json.loads(line) for line in listed.stdout.decode().splitlines()]
+    mine = [
+        (e["outcome"], e["code"], e["tool"], e["extra"])
+        for e in entries
+        if e["idempotency_key"] == args["idempotencyKey"]
+    ]
+    if point == "before-claim":
+        assert mine == [("applied", None, profile.write_tool, {}), ("replayed", None, profile.write_tool, {})]
+    else:
+        recovered = (
+            "unknown",
+            "outcome_unknown",
+            profile.write_tool,
+            {"recovered": "in flight when the gateway stopped"},
+        )
+        audited_before = [("applied", None, profile.write_tool, {})] if point == "before-settle" else []
+        retries = [("unknown", "outcome_unknown", profile.write_tool, {})] * 2
+        assert mine == [*audited_before, recovered, *retries]
