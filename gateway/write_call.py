@@ -27,6 +27,7 @@ from gateway.templates import MISSING, render
 from gateway.write_path import (
     LOST,
     AfterLookup,
+    Settlement,
     after_key_lookup,
     check_answer,
     check_can_ask,
@@ -173,25 +174,32 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord, trail: Trail) -
             current = await call.current(plan.target) if needs_reread(reply, call.config) else None
             reread_version = version_of(call.preview.target, current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, call.config, preview_name)
-            # The entry goes in before the key settles: a crash in between leaves the key in flight, and the
-            # restart adds an outcome_unknown entry for it (gateway.runtime), so no sent write goes unaudited.
-            error = settlement.error()
-            if error is None:
-                trail.version_after = settlement.result["version"]
-                await _audit(call, trail, "applied", None)
-            else:
-                await _audit(call, trail, AUDIT_OUTCOMES.get(error.code, "refused"), error.code)
-            crash_point("before-settle")
-            try:
-                next_key_state(record.state, settlement.state)  # raises if the table in write_path forbids it
-                await gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
-            except StoreUnavailable:
-                # The call was sent, so say what happened. The key stays in flight until its lock lapses
-                # and then reads outcome_unknown: it never writes again.
-                log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
+            await _record(call, trail, record, settlement)
+    error = settlement.error()
     if error is not None:
         raise error
     return {**settlement.result, "replayed": False}
+
+
+async def _record(call: WriteCall, trail: Trail, record: KeyRecord, settlement: Settlement) -> None:
+    """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
+    and the restart adds an outcome_unknown entry for it (gateway.runtime), so no write that reached the backend
+    goes unaudited. The key settles even if the audit raises."""
+    error = settlement.error()
+    if error is None:
+        trail.version_after = settlement.result["version"]
+    try:
+        outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
+        await _audit(call, trail, outcome, None if error is None else error.code)
+    finally:
+        crash_point("before-settle")
+        try:
+            next_key_state(record.state, settlement.state)  # raises if the table in write_path forbids it
+            await call.gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
+        except StoreUnavailable:
+            # The call was sent, so say what happened. The key stays in flight until its lock lapses
+            # and then reads outcome_unknown: it never writes again.
+            log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
 
 
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from gateway.config import parse_config
 from tests.conftest import Answers, config_data, connect, new_key, preview, running_gateway, write_toml
@@ -91,3 +92,25 @@ async def test_a_tampered_trail_is_caught_and_named(trail: tuple[Path, Path], ho
     verified = cli(config, "verify")
     assert verified.returncode == 1
     assert finding in verified.stdout, verified.stdout
+
+
+async def test_a_failing_audit_write_still_settles_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outcome is audited before the key settles; if that append breaks, the key settles all the same, so a
+    retry replays the write instead of reading outcome_unknown, and the backend wrote once."""
+    db = tmp_path / "backend.db"
+    config = parse_config(config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path))
+    async with running_gateway(config) as gw, connect(gw, "2025-11-25", Answers()) as client:
+        args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+        version = TENANTS.version(db, TENANTS.main)
+
+        async def broken(entry: Any) -> None:
+            raise RuntimeError("audit sink broke")
+
+        with monkeypatch.context() as patch, pytest.raises(MCPError) as failed:
+            patch.setattr(gw.store, "append_audit", broken)
+            await client.call_tool("reset_tenant", args)
+        retry = await client.call_tool("reset_tenant", args)
+    assert failed.value.error.message == "Internal error"  # the exception's own text stays in the gateway
+    assert retry.structured_content is not None and retry.structured_content["replayed"] is True
+    assert retry.structured_content["version"] == version + 1
+    assert TENANTS.write_count(db) == 1
