@@ -18,7 +18,7 @@ from gateway.cursor import CursorCodec
 from gateway.keys import load_keys
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
-from gateway.stores import AuditEntry, Plan, Store, open_store
+from gateway.stores import AuditEntry, Plan, Store, StoreUnavailable, open_store
 from gateway.stores.timed import TimedStore
 from gateway.targets import TargetReader
 
@@ -89,7 +89,10 @@ async def _recover(store: Store, config: GatewayConfig, now: float) -> None:
     writes = [name for name, tool in config.tools.items() if tool.kind == "write"]
     for record in await store.recover_in_flight():
         log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
-        plan = await store.get_plan(record.plan_id, now)
+        try:
+            plan = await store.get_plan(record.plan_id, now)
+        except StoreUnavailable:
+            plan = None
         tool = plan.tool if isinstance(plan, Plan) else writes[0] if len(writes) == 1 else "(unknown)"
         entry = AuditEntry(
             at=now,
@@ -103,4 +106,7 @@ async def _recover(store: Store, config: GatewayConfig, now: float) -> None:
             version_before=plan.version if isinstance(plan, Plan) else None,
             extra={"recovered": "in flight when the gateway stopped"},
         )
-        await store.append_audit(entry)
+        try:
+            await store.append_audit(entry)
+        except StoreUnavailable:
+            log.error("audit entry not stored, the store is unreachable: %s", entry)
