@@ -343,6 +343,10 @@ class GatewayConfig(Model):
                     raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
         return self
 
+    def write_tools(self) -> list[str]:
+        """The names of the destructive tools."""
+        return [name for name, tool in self.tools.items() if isinstance(tool, WriteTool)]
+
     def write_tool_for(self, preview: str) -> str:
         """The write tool whose plans the named preview issues."""
         for name, tool in self.tools.items():

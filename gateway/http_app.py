@@ -36,9 +36,8 @@ def build_app(gw: Gateway) -> Starlette:
     config = gw.config
     verifier = build_verifier(config.auth)
     auth = _auth_settings(config) if verifier is not None else None
-    writes = [name for name, tool in config.tools.items() if tool.kind == "write"]
     sessions = PerRequestSessionManager(
-        needs_stream=stream_for_tools(writes),
+        needs_stream=stream_for_tools(config.write_tools()),
         app=build_server(gw),
         json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
         stateless=False,

@@ -86,7 +86,7 @@ async def open_gateway(config: GatewayConfig, *, clock: Callable[[], float] = ti
 async def _recover(store: Store, config: GatewayConfig, now: float) -> None:
     """Keys a crash left in flight now read outcome_unknown, and each gets the audit entry its call never wrote:
     the write may have reached the backend."""
-    writes = [name for name, tool in config.tools.items() if tool.kind == "write"]
+    writes = config.write_tools()
     for record in await store.recover_in_flight():
         log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
         try:

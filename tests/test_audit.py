@@ -94,12 +94,14 @@ async def test_a_tampered_trail_is_caught_and_named(trail: tuple[Path, Path], ho
     assert finding in verified.stdout, verified.stdout
 
 
-async def test_a_failing_audit_write_still_settles_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_failing_audit_write_still_settles_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, era: str
+) -> None:
     """The outcome is audited before the key settles; if that append breaks, the key settles all the same, so a
     retry replays the write instead of reading outcome_unknown, and the backend wrote once."""
     db = tmp_path / "backend.db"
     config = parse_config(config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path))
-    async with running_gateway(config) as gw, connect(gw, "2025-11-25", Answers()) as client:
+    async with running_gateway(config) as gw, connect(gw, era, Answers()) as client:
         args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
         version = TENANTS.version(db, TENANTS.main)
 
