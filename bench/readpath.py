@@ -46,29 +46,27 @@ def run(
     """Measure the three systems at each concurrency; return summaries, ratios and CPU per call."""
     for name in ("direct", "gateway", "mcp-proxy", "gateway-h11"):
         procs.seed_database(work / f"read-{name}.db", tenants=None)
-    config = procs.gateway_config(
-        work / "read-gateway.toml",
-        work / "read-gateway.db",
-        store=f"sqlite:{work}/read-gateway-store.db",
-        tenants=None,
-        state_dir=work / "state",
-    )
+
+    def gateway_config(name: str) -> Path:
+        """A gateway on its own backend database and SQLite store, all named after ``name``."""
+        return procs.gateway_config(
+            work / f"read-{name}.toml",
+            work / f"read-{name}.db",
+            store=f"sqlite:{work}/read-{name}-store.db",
+            tenants=None,
+            state_dir=work / "state",
+        )
+
     with ExitStack() as stack:
         servers = {
             "direct": stack.enter_context(procs.direct_backend(work / "read-direct.db", work)),
-            "gateway": stack.enter_context(procs.gateway(config, work)),
+            "gateway": stack.enter_context(procs.gateway(gateway_config("gateway"), work)),
             "mcp-proxy": stack.enter_context(procs.mcp_proxy(work / "read-mcp-proxy.db", work)),
         }
         calls = {"direct": LIST_CALL, "gateway": PAGE_CALL, "mcp-proxy": LIST_CALL, "gateway-h11": PAGE_CALL}
         if what_if_h11:
-            h11_config = procs.gateway_config(
-                work / "read-gateway-h11.toml",
-                work / "read-gateway-h11.db",
-                store=f"sqlite:{work}/read-gateway-h11-store.db",
-                tenants=None,
-                state_dir=work / "state",
-            )
-            servers["gateway-h11"] = stack.enter_context(procs.gateway(h11_config, work, name="gateway-h11", h11=True))
+            h11 = procs.gateway(gateway_config("gateway-h11"), work, name="gateway-h11", h11=True)
+            servers["gateway-h11"] = stack.enter_context(h11)
         items = {name: anyio.run(_tenant_count, servers[name].url, *calls[name]) for name in servers}
         log(f"  tenants returned per call: {items} (demo data set: one gateway page == the full list)")
         results: dict[str, Any] = {"tenants_per_call": items, "levels": {}}
