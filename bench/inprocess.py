@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.types as types
 from mcp import Client
 
 from bench import procs
@@ -27,6 +26,7 @@ from bench.load import percentile
 from gateway.config import load_config
 from gateway.runtime import Gateway, open_gateway
 from gateway.server import build_server
+from tests.support.clients import accept
 
 # The demo tenants that may be planned (tn_prod_eu is protected). Resetting them to "empty" leaves 0 rows, so
 # after the first round the backend's share of a write is a version bump.
@@ -93,11 +93,6 @@ def instrument(gw: Gateway, server: Any, clocks: Clocks) -> None:
 
     # Outermost after the SDK's own tracing middleware: it sees the gateway's requestState boundary.
     server.middleware.insert(1, around)
-
-
-async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    """A user who says yes."""
-    return types.ElicitResult(action="accept", content={"confirm": True})
 
 
 def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 
 from bench.procs import rss_kib
-from gateway.stores import KeyRecord, Plan, open_store
+from gateway.records import KeyRecord, Plan
+from gateway.stores import open_store
 
 
 def _plan(i: int, now: float) -> Plan:

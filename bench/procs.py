@@ -1,30 +1,25 @@
 """The processes under test, all on loopback: the legacy backend, the gateway in front of it, and mcp-proxy.
 
-Every process is started in its own process group, waited for (its port open) and terminated on exit, so a
-bench run never leaves anything behind, even when it fails half-way.
+Every process is a tests.support.processes.Proc: started in its own process group, waited for (its port open)
+and terminated on exit, so a bench run never leaves anything behind, even when it fails half-way.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from gateway.config import GatewayConfig, to_toml
+from tests.support import processes
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import HOST, PYTHON, ROOT, Proc, free_port
+from tests.support.profiles import TENANTS
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
 PROXY_VENV = ROOT / "bench" / ".venv-proxy"
-HOST = "127.0.0.1"
+__all__ = ["HOST", "PYTHON", "ROOT", "Server", "free_port"]
 
 
 @dataclass
@@ -32,9 +27,23 @@ class Server:
     """A started server: its process, its MCP endpoint, and the log it writes."""
 
     name: str
-    process: subprocess.Popen[bytes]
-    port: int
-    log: Path
+    proc: Proc
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        """The running process."""
+        assert self.proc.process is not None
+        return self.proc.process
+
+    @property
+    def port(self) -> int:
+        """Its loopback port."""
+        return self.proc.port
+
+    @property
+    def log(self) -> Path:
+        """Where its stdout and stderr go."""
+        return self.proc.log
 
     @property
     def url(self) -> str:
@@ -50,13 +59,6 @@ class Server:
         """Resident memory of the process (and its children) in MiB."""
         pids = [self.process.pid, *(_children(self.process.pid) if children else [])]
         return sum(rss_kib(pid) for pid in pids) / 1024
-
-
-def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_kib(pid: int) -> int:
@@ -90,53 +92,11 @@ def _children(pid: int) -> list[int]:
     return found + [grandchild for child in found for grandchild in _children(child)]
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 120.0) -> None:
-    """Block until the port accepts connections; fail if the process exits or the time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode}; see {log}")
-        try:
-            with socket.create_connection((HOST, port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"port {port} did not open within {timeout:.0f}s; see {log}")
-
-
 @contextmanager
 def started(name: str, args: list[str], port: int, logs: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
     """Run a server process until the block ends; its stdout and stderr go to ``logs/NAME.log``."""
-    log = logs / f"{name}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
-        try:
-            wait_for_port(port, process, log)
-            yield Server(name, process, port, log)
-        finally:
-            stop(process)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate a process group started here, and kill it if it lingers."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    with processes.started(args, port, logs / f"{name}.log", env) as proc:
+        yield Server(name, proc)
 
 
 def backend_args(db: Path, *, tenants: int | None) -> list[str]:
@@ -177,19 +137,11 @@ def mcp_proxy(db: Path, logs: Path) -> Iterator[Server]:
 
 
 def gateway_config(path: Path, db: Path, *, store: str, tenants: int | None, state_dir: Path) -> Path:
-    """The default config over a stdio backend on ``db``, with the given store; written as TOML to ``path``."""
-    data: dict[str, Any] = tomllib.loads((ROOT / "config" / "gateway.toml").read_text())
-    data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
-    data["backend"] = {
-        **data["backend"],
-        "command": PYTHON,
-        "args": ["-m", "legacy_backend", "--stdio", *backend_args(db, tenants=tenants)],
-    }
-    if "rate_limits" in GatewayConfig.model_fields:
-        # A load generator is one caller: lift the per-caller limit, or the bench measures the limiter's refusals.
-        data["rate_limits"] = {"per_caller": {"per_second": 1e9, "burst": 1_000_000_000}}
-    path.write_text(to_toml(data))
-    return path
+    """The default config over a stdio backend on ``db``, with the given store; written as TOML to ``path``.
+    No per-caller rate limit: a load generator is one caller, and the bench would measure the limiter."""
+    data = config_data(TENANTS, db, *backend_args(db, tenants=tenants)[2:], store=store, state_dir=state_dir)
+    data["backend"]["call_timeout_seconds"] = 30
+    return write_toml(data, path)
 
 
 @contextmanager
@@ -207,7 +159,8 @@ def gateway(
 @contextmanager
 def redis_server(logs: Path) -> Iterator[int]:
     """A throwaway redis-server on loopback with persistence off; yields its port."""
+    from tests.support.redis import redis_process
+
     port = free_port()
-    args = ["redis-server", "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no"]
-    with started("redis", args, port, logs):
+    with redis_process(logs / "redis", port):
         yield port

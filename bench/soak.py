@@ -20,11 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import signal
-import socket
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,68 +32,16 @@ from typing import Any
 
 import anyio
 import httpx2
-import mcp.types as types
+import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-PYTHON = sys.executable
+from tests.support.clients import accept
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import HOST, Proc, backend_args, free_port, serve_args
+from tests.support.profiles import TENANTS
+
 FAULTS = "latency=150:20,fail-before-write:4,drop-after-write:3,malformed-after-write:4"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
-@dataclass
-class Proc:
-    """A restartable child process listening on a fixed port."""
-
-    args: list[str]
-    port: int
-    log: Path
-    env: dict[str, str] = field(default_factory=dict)
-    process: subprocess.Popen[bytes] | None = None
-    starts: int = 0
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                self.args, stdout=out, stderr=out, env={**os.environ, **self.env}, start_new_session=True
-            )
-        self.starts += 1
-        wait_for_port(self.port, self.process)
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        if self.alive():
-            assert self.process is not None
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.alive():
-            assert self.process is not None
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @dataclass
@@ -114,33 +58,15 @@ class Tally:
 def gateway_config(tmp: Path, backend_port: int, store: str) -> Path:
     """The default tools over the HTTP backend, with the soak's store and no practical rate limit."""
     store_url = f"sqlite:{tmp}/gateway.db" if store == "sqlite" else store
-    head = f"""[gateway]
-store = "{store_url}"
-state_dir = "{tmp}/state"
-
-[rate_limits]
-per_caller = {{ per_second = 10000, burst = 10000 }}
-
-[backend]
-transport = "http"
-url = "http://127.0.0.1:{backend_port}/mcp"
-call_timeout_seconds = 5
-connect_timeout_seconds = 5
-
-"""
-    base = (Path(__file__).resolve().parent.parent / "config" / "gateway.toml").read_text()
-    path = tmp / "soak.toml"
-    path.write_text(head + base[base.index("[lookups.fixtures]") :])
-    return path
+    url = f"http://{HOST}:{backend_port}/mcp"
+    backend = {"transport": "http", "url": url, "call_timeout_seconds": 5, "connect_timeout_seconds": 5}
+    data = config_data(TENANTS, tmp / "backend.db", store=store_url, state_dir=tmp / "state", backend=backend)
+    return write_toml(data, tmp / "soak.toml")
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as conn:
         return conn.execute(sql).fetchall()
-
-
-async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"confirm": True})
 
 
 RETRY_SAME_KEY = {"backend_unavailable", "transport_error", "request_in_progress", "preview_failed"}
@@ -173,7 +99,7 @@ async def worker(number: int, tenants: list[str], urls: list[str], deadline: flo
     while time.monotonic() < deadline and tally.calls < budget:
         tenant = tenants[round_ % len(tenants)]
         round_ += 1
-        key, state = str(uuid.uuid4()), {}
+        key, state = str(uuid.uuid4()), dict[str, Any]()
         for try_ in range(10):
             tally.calls += 1
             try:
@@ -211,38 +137,14 @@ async def crash_once(gateway: Proc, at: float) -> None:
 async def run(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="gateway-soak-"))
     db, backend_port = tmp / "backend.db", free_port()
-    backend = Proc(
-        [
-            PYTHON,
-            "-m",
-            "legacy_backend",
-            "--http",
-            f"127.0.0.1:{backend_port}",
-            "--db",
-            str(db),
-            "--seed-tenants",
-            str(args.workers * 2),
-        ],
-        backend_port,
-        tmp / "backend.log",
-        env={"LEGACY_FAULT": FAULTS},
-    )
+    seed = ("--seed-tenants", str(args.workers * 2))
+    backend_argv = backend_args(TENANTS, db, *seed, port=backend_port)
+    backend = Proc(backend_argv, backend_port, tmp / "backend.log", env={"LEGACY_FAULT": FAULTS})
     config = gateway_config(tmp, backend_port, args.store)
     gateways = []
     for number in range(args.replicas):
         port = free_port()
-        argv = [
-            PYTHON,
-            "-m",
-            "gateway",
-            "serve",
-            "--config",
-            str(config),
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ]
+        argv = serve_args(config, port, "--log-level", "warning")
         gateways.append(Proc(argv, port, tmp / f"gateway{number}.log"))
     tally = Tally()
     started = time.monotonic()
@@ -251,7 +153,7 @@ async def run(args: argparse.Namespace) -> int:
         for gateway in gateways:
             gateway.start()
         tenants = [row[0] for row in query(db, "SELECT id FROM tenants ORDER BY id")]
-        urls = [f"http://127.0.0.1:{gateway.port}/mcp" for gateway in gateways]
+        urls = [f"http://{HOST}:{gateway.port}/mcp" for gateway in gateways]
         deadline = started + args.seconds
         async with anyio.create_task_group() as background:
             background.start_soon(supervise, backend, deadline + 60)

@@ -19,19 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bench import procs
 from bench.load import Sample, run_load
+from tests.support.clients import accept
 
 TENANTS = 20_000
-
-
-async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    """A user who says yes to every prompt."""
-    return types.ElicitResult(action="accept", content={"confirm": True})
 
 
 class Writer:

@@ -1,7 +1,7 @@
 """The published tools: names, annotations, strict input schemas and bounded output schemas, from config.
 
 The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
-a fast check (gateway.fastcheck) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
+a compiled validator (gateway.validators) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
 and for the message when a check fails.
 """
 
@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import mcp.types as types
+import mcp_types as types
 from jsonschema import Draft202012Validator, FormatChecker
 
-from gateway.config import GatewayConfig, PreviewTool, ReadTool, ToolConfig, WriteTool
-from gateway.errors import ToolError
-from gateway.fastcheck import Check, compile_check
+from gateway.config import GatewayConfig, Limits, PreviewTool, ReadTool, ToolConfig, WriteTool
+from gateway.errors import Code, ToolError
+from gateway.validators import Check, compile_check
 
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
@@ -35,7 +35,7 @@ class PublishedTool:
     inputs_valid: Check | None = None
     outputs_valid: Check | None = None
 
-    def check_arguments(self, arguments: dict[str, Any]) -> None:
+    def validate_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise invalid_arguments naming the first problem; nothing is coerced."""
         if self.inputs_valid is not None and self.inputs_valid(arguments):
             return
@@ -43,11 +43,11 @@ class PublishedTool:
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "arguments"
             raise ToolError(
-                "invalid_arguments",
+                Code.INVALID_ARGUMENTS,
                 f"{self.name}: {where}: {_short(error.message)}. Fix the arguments to match the inputSchema.",
             )
 
-    def check_output(self, body: dict[str, Any]) -> None:
+    def validate_output(self, body: dict[str, Any]) -> None:
         """Raise ValueError when a structured result does not match the declared outputSchema."""
         if self.outputs_valid is not None and self.outputs_valid(body):
             return
@@ -150,17 +150,18 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_size(arguments: Any, *, max_depth: int, max_elements: int, max_string_bytes: int) -> None:
+def refuse_oversized(arguments: Any, limits: Limits) -> None:
     """Refuse arguments past the configured caps with request_too_large, before any other work."""
+    max_depth, max_elements, max_string_bytes = limits.max_depth, limits.max_elements, limits.max_string_bytes
     elements = 0
     stack: list[tuple[Any, int]] = [(arguments, 1)]
     while stack:
         value, depth = stack.pop()
         elements += 1
         if depth > max_depth or elements > max_elements:
-            raise ToolError("request_too_large", "The arguments are nested too deeply or have too many elements.")
+            raise ToolError(Code.REQUEST_TOO_LARGE, "The arguments are nested too deeply or have too many elements.")
         if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > max_string_bytes:
-            raise ToolError("request_too_large", "A string in the arguments is longer than the gateway accepts.")
+            raise ToolError(Code.REQUEST_TOO_LARGE, "A string in the arguments is longer than the gateway accepts.")
         if isinstance(value, dict):
             stack.extend((item, depth + 1) for item in value.values())
             stack.extend((key, depth + 1) for key in value)

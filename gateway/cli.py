@@ -1,4 +1,9 @@
-"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, or check a config against its backend."""
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit.
+
+Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
+``check``, ``audit`` and ``call`` never do. Each subcommand imports what it needs when it runs, so ``--help``
+stays quick.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +14,17 @@ import json
 import logging
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import anyio
-import uvicorn
-from mcp.server.stdio import stdio_server
 
-from gateway import audit, logs, terminal
+from gateway import logs
 from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
-from gateway.http_app import build_app
-from gateway.runtime import open_gateway
-from gateway.server import build_server
-from gateway.stores import open_store
-from gateway.terminal import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from gateway.runtime import Gateway
+
+DEFAULT_URL = "http://127.0.0.1:8080/mcp"
 
 log = logging.getLogger("gateway")
 
@@ -63,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "call":
+        from gateway import terminal
+
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
 
     try:
@@ -113,13 +119,16 @@ def is_loopback(host: str) -> bool:
 
 async def run_check(config: GatewayConfig, schemas: bool) -> int:
     """The ``check`` subcommand."""
-    from gateway.check import check
+    from gateway.preflight import check
 
     return await check(config, print, schemas=schemas)
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     """The ``audit list`` and ``audit verify`` subcommands."""
+    from gateway.audit import chain, display
+    from gateway.stores import open_store
+
     if config.gateway.store == "memory":
         print("mcp-safety-gateway audit: the memory store keeps no audit beyond its process", file=sys.stderr)
         return 2
@@ -129,7 +138,7 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     finally:
         await store.close()
     if args.audit_command == "verify":
-        problems = audit.verify(entries)
+        problems = chain.verify(entries)
         for problem in problems:
             print(f"FAIL  {problem}")
         if problems:
@@ -144,18 +153,31 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
             f"mcp-safety-gateway audit: --since {args.since!r} is not a time like 2026-12-02T18:00:00Z", file=sys.stderr
         )
         return 2
-    shown = [e for e in entries if audit.matches(e, target=args.tenant, caller=args.caller, since=since)]
+    shown = [e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=since)]
     if args.json:
         for entry in shown:
             print(json.dumps(dataclasses.asdict(entry)))
     else:
-        print(audit.table(shown))
+        print(display.table(shown))
     return 0
+
+
+async def recover(gw: Gateway) -> None:
+    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry."""
+    from gateway.audit.trail import recover
+
+    await recover(gw.store, gw.clock())
 
 
 async def serve_stdio(config: GatewayConfig) -> None:
     """Serve one MCP connection on stdin/stdout."""
+    from mcp.server.stdio import stdio_server
+
+    from gateway.runtime import open_gateway
+    from gateway.server import build_server
+
     async with open_gateway(config) as gw:
+        await recover(gw)
         server = build_server(gw)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -163,7 +185,13 @@ async def serve_stdio(config: GatewayConfig) -> None:
 
 async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
     """Serve streamable HTTP until interrupted."""
+    import uvicorn
+
+    from gateway.http.app import build_app
+    from gateway.runtime import open_gateway
+
     async with open_gateway(config) as gw:
+        await recover(gw)
         app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))

@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import json
 
-from gateway.errors import ToolError
+from gateway.errors import Code, ToolError
 
 _LABEL = b"gateway/list-cursor/v1:"
 
@@ -33,7 +33,7 @@ class CursorCodec:
             if data.get("t") == tool and isinstance(after, str | int) and not isinstance(after, bool):
                 return after
         raise ToolError(
-            "invalid_cursor",
+            Code.INVALID_CURSOR,
             f"This cursor was not issued by {tool}. Call {tool} without a cursor.",
             next_tool=tool,
         )

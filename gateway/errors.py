@@ -1,73 +1,121 @@
-"""Tool-level errors with stable codes, and their wire form.
+"""Tool-level refusals: one enumeration of stable codes, one table of what each means and what to do next.
 
-Every refusal the gateway makes is a `ToolError`. It becomes an `isError` result whose first text block is
-JSON `{"code", "message", "nextTool"?, "details"?}` and which carries no `structuredContent` (some clients
-validate `structuredContent` even on error results). Tests match `code`; the message is for the model.
+Every refusal the gateway makes is a ``ToolError``. On the wire (gateway.server) it becomes an ``isError``
+result whose first text block is JSON ``{"code", "message", "nextTool"?, "details"?}`` and which carries no
+``structuredContent``. Tests match ``code``; the message is for the model. The README's troubleshooting table
+is ``markdown_table()``, and a test keeps the two equal.
 """
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-import mcp.types as types
 
-CODES = frozenset(
-    {
-        "invalid_arguments",
-        "request_too_large",
-        "invalid_cursor",
-        "forbidden",
-        "rate_limited",
-        "tenant_not_found",
-        "tenant_protected",
-        "plan_not_found",
-        "plan_expired",
-        "plan_stale",
-        "confirmation_unavailable",
-        "not_confirmed",
-        "idempotency_key_reused",
-        "request_in_progress",
-        "outcome_unknown",
-        "backend_unavailable",
-        "backend_error",
-    }
-)
+class Code(StrEnum):
+    """The codes a caller (and a test) can match."""
+
+    INVALID_ARGUMENTS = "invalid_arguments"
+    REQUEST_TOO_LARGE = "request_too_large"
+    INVALID_CURSOR = "invalid_cursor"
+    FORBIDDEN = "forbidden"
+    RATE_LIMITED = "rate_limited"
+    TENANT_NOT_FOUND = "tenant_not_found"
+    TENANT_PROTECTED = "tenant_protected"
+    PLAN_NOT_FOUND = "plan_not_found"
+    PLAN_EXPIRED = "plan_expired"
+    PLAN_STALE = "plan_stale"
+    CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
+    NOT_CONFIRMED = "not_confirmed"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    REQUEST_IN_PROGRESS = "request_in_progress"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+    BACKEND_UNAVAILABLE = "backend_unavailable"
+    BACKEND_ERROR = "backend_error"
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What a code says happened, and what the caller should do next."""
+
+    happened: str
+    next_step: str
+
+
+MEANINGS: dict[Code, Meaning] = {
+    Code.INVALID_ARGUMENTS: Meaning(
+        'the arguments do not match the tool\'s `inputSchema` (nothing is coerced: `"10"` is not `10`)',
+        "fix them; the message names the field",
+    ),
+    Code.REQUEST_TOO_LARGE: Meaning("past `[limits]` (depth, elements, string size)", "send less"),
+    Code.INVALID_CURSOR: Meaning(
+        "a cursor this gateway did not issue (or signed with a key no longer in `GATEWAY_SECRET_KEY`)",
+        "list again without a cursor",
+    ),
+    Code.FORBIDDEN: Meaning(
+        "the token lacks a scope the tool needs (`details.missingScopes`)", "get a token with that scope"
+    ),
+    Code.RATE_LIMITED: Meaning("the caller's token bucket is empty", "wait `details.retryAfterSeconds`"),
+    Code.TENANT_NOT_FOUND: Meaning("no target by that id", "list the targets to see which exist"),
+    Code.TENANT_PROTECTED: Meaning(
+        "the target is protected (by its flag or an id glob)", "protected targets are not changed through the gateway"
+    ),
+    Code.PLAN_NOT_FOUND: Meaning("no plan by that id for this caller (or it was used)", "preview again"),
+    Code.PLAN_EXPIRED: Meaning("the plan outlived `plan_ttl_seconds`", "preview again"),
+    Code.PLAN_STALE: Meaning("the target changed since the preview", "preview again, check the new numbers"),
+    Code.CONFIRMATION_UNAVAILABLE: Meaning(
+        "the client cannot show a form (no elicitation capability, or no back-channel)",
+        "use a client that supports elicitation, over stdio or stateful HTTP",
+    ),
+    Code.NOT_CONFIRMED: Meaning(
+        "declined, cancelled, wrong typed confirmation, or no answer in time",
+        "nothing was changed; ask again if intended",
+    ),
+    Code.IDEMPOTENCY_KEY_REUSED: Meaning("this key already belongs to another plan", "use a new key for a new plan"),
+    Code.REQUEST_IN_PROGRESS: Meaning("a call with this key (or this plan) is running", "retry the same call shortly"),
+    Code.OUTCOME_UNKNOWN: Meaning(
+        "sent to the backend, no answer; it may have written",
+        "read `details.current`; never retry with a new key blindly",
+    ),
+    Code.BACKEND_UNAVAILABLE: Meaning(
+        "the backend (or the shared store) could not be reached; nothing was sent", "retry with the same key"
+    ),
+    Code.BACKEND_ERROR: Meaning("the backend refused or answered nonsense", "preview again; check the backend"),
+}
 
 
 class ToolError(Exception):
     """A refusal with a stable code, a message naming the next step, and optional details."""
 
     def __init__(
-        self, code: str, message: str, *, next_tool: str | None = None, details: dict[str, Any] | None = None
+        self, code: Code | str, message: str, *, next_tool: str | None = None, details: dict[str, Any] | None = None
     ) -> None:
-        if code not in CODES:
-            raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
-        self.code = code
+        self.code = Code(code)  # ValueError for a code outside the enumeration
         self.message = message
         self.next_tool = next_tool
         self.details = details
 
     def __repr__(self) -> str:
-        return f"ToolError(code={self.code!r}, message={self.message!r})"
+        return f"ToolError(code={self.code.value!r}, message={self.message!r})"
 
     def body(self) -> dict[str, Any]:
         """The JSON object sent to the client."""
-        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        body: dict[str, Any] = {"code": self.code.value, "message": self.message}
         if self.next_tool is not None:
             body["nextTool"] = self.next_tool
         if self.details is not None:
             body["details"] = self.details
         return body
 
-    def to_result(self) -> types.CallToolResult:
-        """The `isError` result, without `structuredContent`."""
-        text = json.dumps(self.body(), separators=(",", ":"))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+class StoreUnavailable(Exception):
+    """The state store could not be reached (a shared store's server is down or unreachable); fail closed."""
 
 
-def success_result(body: dict[str, Any]) -> types.CallToolResult:
-    """A success carries `structuredContent` and the same JSON as text."""
-    text = json.dumps(body, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
+def markdown_table() -> str:
+    """The troubleshooting table of the README, one row per code."""
+    rows = ["| code | what happened | what to do |", "| --- | --- | --- |"]
+    rows += [f"| `{code.value}` | {meaning.happened} | {meaning.next_step} |" for code, meaning in MEANINGS.items()]
+    return "\n".join(rows)

@@ -7,12 +7,12 @@ answers exactly like an unknown tool, unless the operator keeps it visible; then
 
 from __future__ import annotations
 
-import mcp.types as types
+import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
-from gateway.errors import ToolError
+from gateway.errors import Code, ToolError
 
 
 def current_caller(default: str) -> str:
@@ -54,7 +54,7 @@ def authorize(config: GatewayConfig, tool: str, scopes: set[str] | None) -> None
     if config.tools[tool].hidden_when_unauthorized:
         raise unknown_tool(tool)
     raise ToolError(
-        "forbidden",
+        Code.FORBIDDEN,
         f"This caller lacks the scope {missing[0]!r} that {tool} needs. Nothing was changed.",
         details={"missingScopes": missing},
     )

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from gateway.config import GatewayConfig
-from gateway.errors import ToolError
+from gateway.errors import Code, ToolError
 from gateway.stores import Store
 
 
@@ -33,7 +33,7 @@ class RateLimiter:
             if wait > 0:
                 seconds = math.ceil(wait * 10) / 10
                 raise ToolError(
-                    "rate_limited",
+                    Code.RATE_LIMITED,
                     f"Too many calls{'' if scope == '*' else ' to ' + tool}. Retry in {seconds} seconds.",
                     details={"retryAfterSeconds": seconds},
                 )

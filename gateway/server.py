@@ -13,19 +13,19 @@ import logging
 import time
 from typing import Any
 
-import mcp.types as types
+import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from gateway import reads
-from gateway.catalog import PublishedTool, check_size
+from gateway.catalog import PublishedTool, refuse_oversized
 from gateway.config import ReadTool, WriteTool
-from gateway.errors import ToolError, success_result
+from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.runtime import Gateway
-from gateway.stores import StoreUnavailable
-from gateway.write_call import WriteCall, run_write
+from gateway.tools.listing import list_page
+from gateway.tools.preview import preview
+from gateway.tools.write import WriteCall, run_write
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -103,9 +103,11 @@ async def _answer(
             raise unknown_tool(params.name)
         return await _call(gw, published, ctx, params)
     except ToolError as err:
-        return err.to_result()
+        return error_result(err)
     except StoreUnavailable:
-        return ToolError("backend_unavailable", "The gateway's state store cannot be reached. Retry later.").to_result()
+        return error_result(
+            ToolError(Code.BACKEND_UNAVAILABLE, "The gateway's state store cannot be reached. Retry later.")
+        )
     except MCPError:
         raise
     except Exception:
@@ -142,8 +144,8 @@ async def _call(
         return _written(published, outcome)
     args = await _admitted(gw, published, params)
     if isinstance(config, ReadTool):
-        return _success(published, await reads.list_page(gw, published.name, config, args))
-    return _success(published, await reads.preview(gw, published.name, config, args, caller))
+        return _success(published, await list_page(gw, published.name, config, args))
+    return _success(published, await preview(gw, published.name, config, args, caller))
 
 
 async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
@@ -151,29 +153,36 @@ async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToo
     authorize(gw.config, published.name, current_scopes())
     await gw.limiter.check(current_caller(gw.config.gateway.stdio_caller), published.name)
     args = params.arguments or {}
-    limits = gw.config.limits
-    check_size(
-        args,
-        max_depth=limits.max_depth,
-        max_elements=limits.max_elements,
-        max_string_bytes=limits.max_string_bytes,
-    )
-    published.check_arguments(args)
+    refuse_oversized(args, gw.config.limits)
+    published.validate_arguments(args)
     return args
 
 
 def _success(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
-    published.check_output(body)
+    published.validate_output(body)
     return success_result(body)
 
 
 def _written(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
     # The write has happened and is recorded under its key: a schema slip must not turn it into an error.
     try:
-        published.check_output(body)
+        published.validate_output(body)
     except ValueError:
         log.error("%s result does not match its outputSchema; returned as recorded", published.name)
     return success_result(body)
+
+
+def success_result(body: dict[str, Any]) -> types.CallToolResult:
+    """A success carries ``structuredContent`` and the same JSON as text."""
+    text = json.dumps(body, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
+
+
+def error_result(err: ToolError) -> types.CallToolResult:
+    """A refusal: ``isError`` with the JSON body as text and no ``structuredContent`` (some clients validate
+    ``structuredContent`` even on error results)."""
+    text = json.dumps(err.body(), separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def _longest_prompt(gw: Gateway) -> float:

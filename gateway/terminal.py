@@ -15,12 +15,10 @@ from typing import Any
 
 import anyio
 import httpx2
-import mcp.types as types
+import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-
-DEFAULT_URL = "http://127.0.0.1:8080/mcp"
 
 
 class UsageError(Exception):

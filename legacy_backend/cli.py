@@ -86,6 +86,14 @@ async def _serve_http(server: MCPServer, host: str, port: int) -> None:
     await uvicorn.Server(config).serve()
 
 
+def server_for(argv: Sequence[str]) -> MCPServer:
+    """The server a command line describes, opened and seeded but not running (tests run it in process)."""
+    args = build_parser().parse_args(argv)
+    store = Store(args.db)
+    store.seed(demo=args.seed_demo, bulk_tenants=args.seed_tenants)
+    return build_server(store, Faults(parse_fault_specs([*specs_from_env(), *args.fault]), store))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, open and seed the database, and serve until the transport closes."""
     parser = build_parser()

@@ -1,83 +1,19 @@
-"""The store interface and the records it keeps."""
+"""The store interface: what every store (memory, SQLite, Redis) keeps and how, as one contract.
+
+The records it keeps are in gateway.records; tests/unit/test_store_contract.py runs one set of tests against
+every implementation.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-TOMBSTONE_SECONDS = 3600
+from gateway.errors import StoreUnavailable
+from gateway.records import AuditEntry, Claim, Expired, KeyRecord, Plan
 
-KeyState = Literal["in_flight", "applied", "unknown", "error"]
-
-
-class StoreUnavailable(Exception):
-    """The store could not be reached (a shared store's server is down or unreachable); fail closed."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A previewed write: what it will do, to what, for whom, until when."""
-
-    plan_id: str
-    caller: str
-    tool: str
-    target: str
-    version: Any
-    arguments: dict[str, Any]
-    summary: dict[str, Any]
-    expires_at: float
-    in_use_by: str | None = None
-
-
-@dataclass(frozen=True)
-class Expired:
-    """What is left of a plan after its TTL: who owned it, for an hour."""
-
-    caller: str
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    """What one (caller, idempotencyKey) did, or is doing."""
-
-    caller: str
-    key: str
-    plan_id: str
-    target: str
-    state: KeyState
-    result: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The answer to an atomic claim: claimed, or why not."""
-
-    claimed: bool
-    existing: KeyRecord | None = None
-    plan_busy: bool = False
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One decision of a write tool."""
-
-    at: float
-    caller: str
-    tool: str
-    outcome: str
-    plan_id: str | None = None
-    idempotency_key: str | None = None
-    target: str | None = None
-    version_before: Any = None
-    version_after: Any = None
-    confirmation: str | None = None
-    code: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    seq: int = 0
-    prev_hash: str = ""
-    hash: str = ""
+__all__ = ["Store", "StoreUnavailable", "claim_refusal"]
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
@@ -126,7 +62,7 @@ class Store(Protocol):
     def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
 
     async def append_audit(self, entry: AuditEntry) -> None:
-        """Append an entry, sealed into the hash chain (gateway/stores/chain.py) atomically."""
+        """Append an entry, sealed into the hash chain (gateway/audit/chain.py) atomically."""
         ...
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...

@@ -10,9 +10,10 @@ from typing import Any
 
 from cachetools import TLRUCache
 
-from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
+from gateway.audit.chain import sealed
+from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
-from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
 MAX_ITEMS = 1_000_000

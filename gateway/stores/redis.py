@@ -74,8 +74,9 @@ from redis.exceptions import OutOfMemoryError, ReadOnlyError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, StoreUnavailable
-from gateway.stores.chain import sealed
+from gateway.audit.chain import sealed
+from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import StoreUnavailable
 from gateway.stores.locks import KeyedLocks
 
 log = logging.getLogger(__name__)

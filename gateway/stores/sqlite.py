@@ -12,11 +12,14 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from gateway.stores.base import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan, claim_refusal
+from gateway.audit.chain import sealed
+from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
-from gateway.stores.chain import sealed
 from gateway.stores.locks import KeyedLocks
 
 SCHEMA = """
@@ -25,11 +28,15 @@ CREATE TABLE IF NOT EXISTS plans (
 CREATE INDEX IF NOT EXISTS plans_purge ON plans (purge_at);
 CREATE TABLE IF NOT EXISTS idempotency (
     caller TEXT NOT NULL, key TEXT NOT NULL, plan_id TEXT NOT NULL, target TEXT NOT NULL,
-    state TEXT NOT NULL, result TEXT, purge_at REAL NOT NULL, PRIMARY KEY (caller, key));
+    state TEXT NOT NULL, result TEXT, purge_at REAL NOT NULL, tool TEXT, version_before TEXT,
+    PRIMARY KEY (caller, key));
 CREATE INDEX IF NOT EXISTS idempotency_purge ON idempotency (purge_at);
 CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, purge_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
 """
+ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT")}
+"""Columns added after the first release: a file made before them gets them at open."""
+RECORD_COLUMNS = "plan_id, target, state, result, tool, version_before"
 
 
 class SqliteStore:
@@ -42,6 +49,11 @@ class SqliteStore:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(SCHEMA)
+        for table, columns in ADDED_COLUMNS.items():
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for column in columns:
+                if column.split()[0] not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
 
@@ -63,13 +75,9 @@ class SqliteStore:
 
     async def get_record(self, caller: str, key: str) -> KeyRecord | None:
         row = self._db.execute(
-            "SELECT plan_id, target, state, result FROM idempotency WHERE caller = ? AND key = ?",
-            (caller, key),
+            f"SELECT {RECORD_COLUMNS} FROM idempotency WHERE caller = ? AND key = ?", (caller, key)
         ).fetchone()
-        if row is None:
-            return None
-        result = json.loads(row[3]) if row[3] is not None else None
-        return KeyRecord(caller, key, plan_id=row[0], target=row[1], state=row[2], result=result)
+        return None if row is None else _record(caller, key, row)
 
     async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
         self._db.execute("BEGIN IMMEDIATE")
@@ -80,9 +88,17 @@ class SqliteStore:
             if refusal is not None:
                 return refusal
             self._db.execute(
-                "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at)"
-                " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?)",
-                (record.caller, record.key, record.plan_id, record.target, now + retention),
+                "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at, tool, version_before)"
+                " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?, ?, ?)",
+                (
+                    record.caller,
+                    record.key,
+                    record.plan_id,
+                    record.target,
+                    now + retention,
+                    record.tool,
+                    json.dumps(record.version_before),
+                ),
             )
             self._db.execute("UPDATE plans SET in_use_by = ? WHERE plan_id = ?", (record.key, record.plan_id))
             self._db.execute("COMMIT")
@@ -121,9 +137,9 @@ class SqliteStore:
     async def recover_in_flight(self) -> list[KeyRecord]:
         # One gateway process per SQLite file: anything in flight at start-up was left by a crash.
         rows = self._db.execute(
-            "SELECT caller, key, plan_id, target FROM idempotency WHERE state = 'in_flight'"
+            f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'"
         ).fetchall()
-        records = [KeyRecord(caller, key, plan_id, target, "unknown") for caller, key, plan_id, target in rows]
+        records = [replace(_record(row[0], row[1], row[2:]), state="unknown") for row in rows]
         for record in records:
             await self.settle(record)
         return records
@@ -152,3 +168,18 @@ class SqliteStore:
 
     async def close(self) -> None:
         self._db.close()
+
+
+def _record(caller: str, key: str, row: tuple[Any, ...]) -> KeyRecord:
+    """A KeyRecord from the RECORD_COLUMNS of its row."""
+    plan_id, target, state, result, tool, version_before = row
+    return KeyRecord(
+        caller,
+        key,
+        plan_id=plan_id,
+        target=target,
+        state=state,
+        result=json.loads(result) if result is not None else None,
+        tool=tool,
+        version_before=json.loads(version_before) if version_before is not None else None,
+    )

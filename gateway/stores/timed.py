@@ -9,7 +9,8 @@ from typing import TypeVar
 
 from prometheus_client import Histogram
 
-from gateway.stores.base import AuditEntry, Claim, Expired, KeyRecord, Plan, Store
+from gateway.records import AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import Store
 
 T = TypeVar("T")
 

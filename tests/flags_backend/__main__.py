@@ -150,7 +150,8 @@ def build(flags: Flags, faults: Faults) -> MCPServer:
     return server
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: transport, database, seeding, faults."""
     parser = argparse.ArgumentParser(prog="flags_backend")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true")
@@ -159,11 +160,21 @@ def main() -> None:
     parser.add_argument("--seed-demo", action="store_true")
     parser.add_argument("--seed-flags", type=int, default=0)
     parser.add_argument("--fault", action="append", default=[])
-    args = parser.parse_args()
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    return parser
+
+
+def server_for(argv: list[str]) -> MCPServer:
+    """The server a command line describes, opened and seeded but not running (tests run it in process)."""
+    args = build_parser().parse_args(argv)
     flags = Flags(args.db)
     flags.seed(args.seed_demo, args.seed_flags)
-    server = build(flags, Faults(parse_fault_specs([*specs_from_env(), *args.fault]), flags))  # type: ignore[arg-type]
+    return build(flags, Faults(parse_fault_specs([*specs_from_env(), *args.fault]), flags))  # type: ignore[arg-type]
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    server = server_for(sys.argv[1:])
     if args.stdio:
         anyio.run(server.run_stdio_async)
         return

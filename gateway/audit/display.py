@@ -1,0 +1,50 @@
+"""The audit trail as an operator reads it: ``audit list``'s filters and table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from gateway.records import AuditEntry
+
+
+def when(entry: AuditEntry) -> str:
+    """The entry's time in RFC 3339 UTC."""
+    return datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:
+    """Whether an entry passes the ``audit list`` filters."""
+    return (
+        (target is None or entry.target == target)
+        and (caller is None or entry.caller == caller)
+        and (since is None or entry.at >= since)
+    )
+
+
+def table(entries: list[AuditEntry]) -> str:
+    """Entries as aligned columns, oldest first."""
+    rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "key")]
+    for entry in entries:
+        outcome = (
+            entry.outcome if entry.code is None or entry.code == entry.outcome else f"{entry.outcome}:{entry.code}"
+        )
+        version = "" if entry.version_before is None else f"{entry.version_before}"
+        if entry.version_after is not None:
+            version += f"->{entry.version_after}"
+        rows.append(
+            (
+                str(entry.seq),
+                when(entry),
+                entry.caller,
+                entry.tool,
+                entry.target or "",
+                outcome,
+                version,
+                entry.confirmation or "",
+                entry.idempotency_key or "",
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )

@@ -1,0 +1,63 @@
+"""Writing the audit trail: one policy for an entry that cannot be stored, and the entries recovery adds.
+
+An entry that cannot be stored (the store is unreachable) is logged at error level instead and the call goes
+on: the write's own record, which the caller's retry depends on, matters more than its audit line. A key left
+in flight by a process that died is settled ``unknown`` at the next ``serve``, and gets the entry its call never
+wrote, with the tool and version its claim recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from gateway.errors import Code, StoreUnavailable
+from gateway.records import AuditEntry, KeyRecord
+
+
+class AuditStore(Protocol):
+    """What the trail needs of a store (every gateway.stores.base.Store has it; the stores in turn seal entries
+    with gateway.audit.chain, so this package names no store)."""
+
+    async def append_audit(self, entry: AuditEntry) -> None: ...
+
+    async def recover_in_flight(self) -> list[KeyRecord]: ...
+
+
+log = logging.getLogger(__name__)
+
+RECOVERED = "in flight when the gateway stopped"
+
+
+async def append(store: AuditStore, entry: AuditEntry) -> None:
+    """Append an entry; if the store cannot be reached, log it instead (never a secret: ids and codes only)."""
+    try:
+        await store.append_audit(entry)
+    except StoreUnavailable:
+        log.error("audit entry not stored, the store is unreachable: %s", entry)
+
+
+def recovered_entry(record: KeyRecord, now: float) -> AuditEntry:
+    """The entry for a key a crash left in flight: its outcome is unknown, the write may have reached the backend."""
+    return AuditEntry(
+        at=now,
+        caller=record.caller,
+        tool=record.tool or "(unknown)",
+        outcome="unknown",
+        code=Code.OUTCOME_UNKNOWN.value,
+        plan_id=record.plan_id,
+        idempotency_key=record.key,
+        target=record.target,
+        version_before=record.version_before,
+        extra={"recovered": RECOVERED},
+    )
+
+
+async def recover(store: AuditStore, now: float) -> list[KeyRecord]:
+    """Start-up recovery, a step of ``serve`` only: keys a crash left in flight now read outcome_unknown, and each
+    gets its audit entry. Returns the recovered keys."""
+    recovered = await store.recover_in_flight()
+    for record in recovered:
+        log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
+        await append(store, recovered_entry(record, now))
+    return recovered

@@ -1,0 +1,48 @@
+"""The legacy backend as the gateway sees it: one interface, and the two errors every transport maps to.
+
+    Backend              call / read one god-tool action, list the backend's tools, probe it
+    BackendUnavailable   the call was never sent (not connected; connect or spawn failed) - safe to retry
+    OutcomeLost          the call was sent on a live connection and no answer came (dropped, timed out)
+
+An ``isError`` answer from the god-tool is not an exception: it is a ``Reply`` with ``is_error`` set.
+``client.McpBackend`` is the implementation: an MCP client over stdio or streamable HTTP, or over the SDK's
+in-memory transport (the tests run the legacy server in their own process that way). ``calls`` interprets the
+config's ``Call`` (payload template in, data at a path out) for reads and writes alike; ``reads`` turns the
+read actions into targets, listings and lookups.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from mcp_types import Tool
+
+from gateway.records import Reply
+
+
+class BackendUnavailable(Exception):
+    """The backend could not be reached; nothing was sent."""
+
+
+class OutcomeLost(Exception):
+    """A call was sent but its answer never came; it may or may not have taken effect."""
+
+
+class Backend(Protocol):
+    """What the gateway needs of a legacy MCP server."""
+
+    async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
+        """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
+        ...
+
+    async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
+        """A call that changes nothing: retried once on a fresh connection if the first was lost."""
+        ...
+
+    async def list_tools(self) -> list[Tool]:
+        """The backend's own tools."""
+        ...
+
+    async def probe(self) -> bool:
+        """Whether the backend can be reached now."""
+        ...

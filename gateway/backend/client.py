@@ -1,0 +1,233 @@
+"""The gateway's MCP client towards the legacy server, with liveness tracked here.
+
+Errors are translated at this boundary into the two exceptions of gateway.backend: ``BackendUnavailable``
+(never sent) and ``OutcomeLost`` (sent, no answer). One connection carries every concurrent call. When it
+drops, the next call reconnects (a stdio child is respawned). The host's credentials never reach the backend:
+HTTP headers come from the gateway's own environment.
+
+How a connection is opened is the one thing that differs between transports: ``McpBackend`` takes an opener,
+``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.config import BackendSection
+from gateway.records import Reply
+
+log = logging.getLogger(__name__)
+
+
+Opener = Callable[[], AbstractAsyncContextManager[Client]]
+"""Opens one client connection to the backend; entered in a task of its own and held until dropped."""
+
+
+class McpBackend:
+    """A long-lived client for the god-tool. Use as an async context manager."""
+
+    def __init__(
+        self,
+        config: BackendSection,
+        observe: Callable[[str, str, float], None] | None = None,
+        opener: Opener | None = None,
+    ) -> None:
+        self.config = config
+        self._open = opener or opener_for(config)
+        self._observe = observe or (lambda action, result, seconds: None)
+        self._client: Client | None = None
+        self._dropped = anyio.Event()
+        self._connect_lock = anyio.Lock()
+        self._tasks: TaskGroup | None = None
+        self._backoff = 0.0
+        self._retry_at = 0.0
+        self.connects = 0
+        self.connect_attempts = 0
+
+    async def __aenter__(self) -> McpBackend:
+        self._tasks = anyio.create_task_group()
+        await self._tasks.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._tasks is not None
+        self._tasks.cancel_scope.cancel()
+        await self._tasks.__aexit__(None, None, None)
+        self._tasks = None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a live connection is held right now."""
+        return self._client is not None
+
+    async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
+        """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
+        started = time.perf_counter()
+        try:
+            client = await self._connection()
+        except BackendUnavailable:
+            self._observe(action, "unavailable", time.perf_counter() - started)
+            raise
+        arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
+        try:
+            result = await client.call_tool(
+                self.config.tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
+            )
+        except Exception as exc:
+            log.warning("backend call %s lost: %s", action, type(exc).__name__)
+            self._observe(action, "lost", time.perf_counter() - started)
+            if self._client is client:
+                self._drop()
+            raise OutcomeLost(action) from exc
+        self._observe(action, "error" if result.is_error else "ok", time.perf_counter() - started)
+        return _reply(result, self.config.max_result_bytes)
+
+    async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
+        """A call that changes nothing: retried once on a fresh connection if the first was lost."""
+        try:
+            return await self.call(action, payload, read_timeout)
+        except OutcomeLost:
+            try:
+                return await self.call(action, payload, read_timeout)
+            except OutcomeLost as exc:
+                raise BackendUnavailable(action) from exc
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The backend's own tools (for ``check``)."""
+        client = await self._connection()
+        return list((await client.list_tools()).tools)
+
+    async def probe(self) -> bool:
+        """Whether the backend can be reached now."""
+        try:
+            await self._connection()
+        except BackendUnavailable:
+            return False
+        return True
+
+    def _drop(self) -> None:
+        self._client = None
+        self._dropped.set()
+
+    async def _connection(self) -> Client:
+        client = self._client
+        if client is not None:  # the common case, without queueing on the lock every call
+            return client
+        async with self._connect_lock:
+            if self._client is not None:
+                return self._client
+            if self._tasks is None:
+                raise BackendUnavailable("backend not started")
+            if anyio.current_time() < self._retry_at:
+                raise BackendUnavailable("backing off after a failed connect")
+            self.connect_attempts += 1
+            try:
+                with anyio.fail_after(self.config.connect_timeout_seconds):
+                    await self._tasks.start(self._hold)
+            except Exception as exc:
+                # Back off (0.5 s doubling to 30 s) so a dead backend is not respawned on every call.
+                self._backoff = min(max(self._backoff * 2, 0.5), 30.0)
+                self._retry_at = anyio.current_time() + self._backoff
+                log.warning("backend connect failed: %s; next try in %.1fs", _describe(exc), self._backoff)
+                raise BackendUnavailable("connect failed") from exc
+            self._backoff = 0.0
+            assert self._client is not None
+            return self._client
+
+    async def _hold(self, *, task_status: TaskStatus[None]) -> None:
+        """Keep one connection open until it is dropped; its context lives in this one task."""
+        started = False
+        self._dropped = dropped = anyio.Event()
+        try:
+            async with self._open() as client:
+                self._client = client
+                self.connects += 1
+                started = True
+                task_status.started()
+                await dropped.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            log.info("backend connection closed: %s", _describe(exc))
+        finally:
+            if self._dropped is dropped:
+                self._client = None
+
+
+def opener_for(config: BackendSection) -> Opener:
+    """How to open a connection to the configured backend: a stdio child, or streamable HTTP."""
+
+    def open_stdio() -> AbstractAsyncContextManager[Client]:
+        assert config.command is not None
+        params = StdioServerParameters(
+            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env)
+        )
+        return _client_over(stdio_client(params, errlog=sys.stderr), None)
+
+    def open_http() -> AbstractAsyncContextManager[Client]:
+        assert config.url is not None
+        headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
+        http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds)
+        return _client_over(streamable_http_client(config.url, http_client=http), http)
+
+    return open_http if config.transport == "http" else open_stdio
+
+
+@asynccontextmanager
+async def _client_over(transport: Any, http: httpx2.AsyncClient | None) -> AsyncIterator[Client]:
+    try:
+        async with Client(transport, mode="legacy") as client:
+            yield client
+    finally:
+        if http is not None:
+            await http.aclose()
+
+
+def _reply(result: types.CallToolResult, max_bytes: int) -> Reply:
+    text = next((block.text for block in result.content if isinstance(block, types.TextContent)), "")
+    if result.structured_content is not None and not result.is_error:
+        text = json.dumps(result.structured_content)
+    if len(text) > max_bytes:
+        # Too large to trust or parse: treated like a malformed answer (a write is then re-read).
+        log.warning("backend answer of %d bytes exceeds backend.max_result_bytes", len(text))
+        text = ""
+    return Reply(is_error=bool(result.is_error), text=text)
+
+
+def resolve_command(command: str) -> str:
+    """Find a command on PATH, or beside the running interpreter (a venv's scripts are not always on PATH)."""
+    found = shutil.which(command)
+    if found is not None:
+        return found
+    beside = Path(sys.executable).parent / command
+    return str(beside) if beside.exists() else command
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    from mcp.client.stdio import get_default_environment
+
+    return {**get_default_environment(), **extra}
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return ", ".join(_describe(inner) for inner in exc.exceptions)
+    return type(exc).__name__

@@ -1,0 +1,197 @@
+"""The tool mapping of the config: which backend call backs which published tool, and how its data is read.
+
+A ``Call`` is one god-tool action with a payload template (gateway.templates) and the path of its useful data;
+it is also the one interpreter of that mapping (``payload_for``, ``data_of``), for reads and writes alike. A
+``Target`` knows where its version and its protection sit in the backend's state. A read, preview or write tool
+is built from calls, a target, input and output fields.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from gateway.config.sections import Model, RateLimit
+from gateway.records import Reply
+from gateway.templates import MISSING, at_path, names_in, render
+
+NON_NEGATIVE_INTEGER: dict[str, Any] = {"type": "integer", "minimum": 0}
+
+
+class Call(Model):
+    """One god-tool action: its payload template and where the useful data sits in its result."""
+
+    action: str
+    payload: dict[str, Any] = {}
+    path: str = ""
+    timeout_seconds: float | None = Field(None, gt=0)
+
+    def payload_for(self, names: Mapping[str, Any]) -> Any:
+        """The payload to send, with the template's names filled in (TemplateError for a name not given)."""
+        return render(self.payload, names)
+
+    def data_of(self, reply: Reply) -> Any:
+        """The useful data in a successful answer: the value at ``path`` of its JSON, or MISSING."""
+        data = reply.json()
+        return MISSING if data is None else at_path(data, self.path)
+
+
+class Lookup(Model):
+    """A table of values: inline, or read once from a backend action (a JSON object at ``path``)."""
+
+    call: Call | None = None
+    values: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Lookup:
+        if (self.call is None) == (self.values is None):
+            raise ValueError("a lookup needs exactly one of 'call' or 'values'")
+        return self
+
+
+class OutputField(Model):
+    """A field of a tool's output, projected from a path in the backend's item."""
+
+    source: str = Field(alias="from")
+    json_schema: dict[str, Any] = Field(alias="schema")
+
+
+class ToolAccess(Model):
+    """Who may see and call a tool, and how often: scopes, visibility, and a per-caller rate limit."""
+
+    scopes: list[str] | None = None
+    hidden_when_unauthorized: bool = True
+    rate_limit: RateLimit | None = None
+
+
+class ReadTool(ToolAccess):
+    kind: Literal["read"]
+    call: Call
+    title: str | None = None
+    description: str
+    items_key: str = "items"
+    sort_key: str = "id"
+    listing_seconds: float = Field(5.0, ge=0)
+    fields: dict[str, OutputField]
+    default_limit: int = Field(20, ge=1)
+    max_limit: int = Field(50, ge=1, le=50)
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> ReadTool:
+        if self.default_limit > self.max_limit:
+            raise ValueError("default_limit must not exceed max_limit")
+        return self
+
+
+class Target(Model):
+    """The object a preview plans a change to: how to read it, its id and version, what protects it."""
+
+    noun: str = "target"
+    get: Call
+    version_field: str = "version"
+    version_schema: dict[str, Any] = {"type": "integer"}
+    not_found_text: str = "not found"
+    protected_field: str | None = None
+    protected_ids: list[str] = []
+
+    @model_validator(mode="after")
+    def _get_names_the_target(self) -> Target:
+        if names_in(self.get.payload) - {"target_id"}:
+            raise ValueError("get.payload may only use {target_id}")
+        return self
+
+    def version_in(self, state: Any) -> Any:
+        """The target's version in its state as the backend reports it (MISSING when it has none)."""
+        version = at_path(state, self.version_field)
+        return version if isinstance(version, str | int) and not isinstance(version, bool) else MISSING
+
+    def is_protected(self, target_id: str, state: Any) -> bool:
+        """Protection is the gateway's job: a flag field, or an id matching a configured glob."""
+        if self.protected_field is not None and at_path(state, self.protected_field) is True:
+            return True
+        return any(fnmatch.fnmatchcase(target_id, pattern) for pattern in self.protected_ids)
+
+
+class InputField(Model):
+    """One argument of a preview: a JSON Schema, plus what the gateway does with it."""
+
+    json_schema: dict[str, Any] = Field(alias="schema")
+    target: bool = False
+    enum_from: str | None = None
+    required: bool = True
+
+
+class SummaryField(Model):
+    """A number or value the preview computes: from the target's state, or from a lookup keyed by an argument."""
+
+    target: str | None = None
+    lookup: str | None = None
+    key: str | None = None
+    json_schema: dict[str, Any] = Field(NON_NEGATIVE_INTEGER, alias="schema")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SummaryField:
+        if (self.target is None) == (self.lookup is None):
+            raise ValueError("a summary field needs exactly one of 'target' or 'lookup'")
+        if self.lookup is not None and self.key is None:
+            raise ValueError("a summary field from a lookup needs 'key' (the argument whose value selects the entry)")
+        return self
+
+
+class PreviewTool(ToolAccess):
+    kind: Literal["preview"]
+    title: str | None = None
+    description: str
+    target: Target
+    inputs: dict[str, InputField]
+    summary: dict[str, SummaryField] = {}
+    message: str
+    plan_ttl_seconds: int = Field(600, ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PreviewTool:
+        targets = [name for name, field in self.inputs.items() if field.target]
+        if len(targets) != 1:
+            raise ValueError("exactly one input must have target = true")
+        for name, field in self.summary.items():
+            if field.key is not None and field.key not in self.inputs:
+                raise ValueError(f"summary.{name}.key names {field.key!r}, which is not an input")
+        overlap = set(self.inputs) & set(self.summary)
+        if overlap:
+            raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
+        unknown = names_in(self.message) - self.template_names()
+        if unknown:
+            raise ValueError(
+                f"message uses {{{sorted(unknown)[0]}}}; available: {', '.join(sorted(self.template_names()))}"
+            )
+        return self
+
+    @property
+    def target_input(self) -> str:
+        """The input that names the target."""
+        return next(name for name, field in self.inputs.items() if field.target)
+
+    def template_names(self) -> set[str]:
+        """The names a message or write payload may use."""
+        return {"target_id", "version", "noun", *self.inputs, *self.summary}
+
+
+class WriteTool(ToolAccess):
+    kind: Literal["write"]
+    preview: str
+    call: Call
+    title: str | None = None
+    description: str
+    result: dict[str, str] = {}
+    version_from: str | None = None
+    destructive: bool = True
+    open_world: bool = False
+    confirm: Literal["boolean", "typed"] = "boolean"
+    prompt_timeout_seconds: float = Field(300.0, gt=0)
+    idempotency_retention_seconds: int = Field(86_400, ge=60)
+
+
+ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]

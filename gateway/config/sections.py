@@ -1,0 +1,128 @@
+"""The server-side sections of the config: the gateway itself, logs, limits, identity, HTTP, the backend."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class GatewaySection(Model):
+    name: str = "mcp-safety-gateway"
+    store: str = "sqlite:var/gateway.db"
+    state_dir: str = "var"
+    stdio_caller: str = "local"
+
+
+class LoggingSection(Model):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["json", "text"] = "json"
+
+
+class Limits(Model):
+    max_body_bytes: int = Field(1_048_576, gt=0)
+    max_depth: int = Field(16, gt=0)
+    max_elements: int = Field(10_000, gt=0)
+    max_string_bytes: int = Field(65_536, gt=0)
+
+
+class StaticToken(Model):
+    """A bearer token known by its SHA-256 (hex); the token itself is never stored."""
+
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    client_id: str
+    subject: str | None = None
+    scopes: list[str] = []
+
+
+class JwtVerifier(Model):
+    issuer: str
+    audience: str | None = None
+    algorithms: list[str] = ["RS256", "ES256"]
+    jwks_url: str | None = None
+    public_key_file: str | None = None
+    leeway_seconds: int = Field(30, ge=0)
+    jwks_cache_seconds: int = Field(300, ge=1)
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> JwtVerifier:
+        if (self.jwks_url is None) == (self.public_key_file is None):
+            raise ValueError("set exactly one of jwks_url or public_key_file")
+        if any(algorithm.upper().startswith("HS") or algorithm == "none" for algorithm in self.algorithms):
+            raise ValueError("algorithms must be asymmetric (RS*, PS*, ES*, EdDSA)")
+        return self
+
+
+class IntrospectionVerifier(Model):
+    endpoint: str
+    client_id_env: str | None = None
+    client_secret_env: str | None = None
+    cache_seconds: float = Field(30.0, ge=0)
+
+
+class AuthSection(Model):
+    verifier: Literal["none", "static", "jwt", "introspection"] = "none"
+    resource_url: str | None = None
+    authorization_servers: list[str] = []
+    required_scopes: list[str] = []
+    tokens: list[StaticToken] = []
+    jwt: JwtVerifier | None = None
+    introspection: IntrospectionVerifier | None = None
+
+    @model_validator(mode="after")
+    def _verifier_is_configured(self) -> AuthSection:
+        if self.verifier == "none":
+            return self
+        if not self.resource_url:
+            raise ValueError(f"verifier {self.verifier!r} needs auth.resource_url (this gateway's /mcp URL)")
+        if self.verifier == "static" and not self.tokens:
+            raise ValueError("verifier 'static' needs at least one [[auth.tokens]] entry")
+        if self.verifier == "jwt" and self.jwt is None:
+            raise ValueError("verifier 'jwt' needs an [auth.jwt] table")
+        if self.verifier == "introspection" and self.introspection is None:
+            raise ValueError("verifier 'introspection' needs an [auth.introspection] table")
+        return self
+
+
+class HttpSection(Model):
+    dns_rebinding_protection: bool = True
+    allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    allowed_origins: list[str] = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class BackendSection(Model):
+    transport: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str | None = None
+    headers_from_env: dict[str, str] = {}
+    tool: str = "manage_tenant"
+    action_argument: str = "action"
+    payload_argument: str = "payload"
+    call_timeout_seconds: float = Field(30.0, gt=0)
+    connect_timeout_seconds: float = Field(30.0, gt=0)
+    max_result_bytes: int = Field(16 * 1024 * 1024, gt=0)
+
+    @model_validator(mode="after")
+    def _transport_needs_its_target(self) -> BackendSection:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("transport 'stdio' needs backend.command")
+        if self.transport == "http" and not self.url:
+            raise ValueError("transport 'http' needs backend.url")
+        return self
+
+
+class RateLimit(Model):
+    """A token bucket: ``burst`` calls at once, refilled at ``per_second``."""
+
+    per_second: float = Field(gt=0)
+    burst: int = Field(ge=1)
+
+
+class RateLimits(Model):
+    per_caller: RateLimit | None = RateLimit(per_second=20, burst=100)

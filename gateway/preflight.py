@@ -1,0 +1,214 @@
+"""``mcp-safety-gateway check``: does this config fit the backend it names?
+
+It validates the file, connects to the backend, confirms the god-tool and its argument names, calls every
+mapped read action (lists, lookups, the target read), checks that every configured path finds a value, and
+prints the published tools. Write actions are never called, and the gateway's own state is never opened: a
+check run beside a live gateway changes nothing (no store, no key file, no recovery).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from gateway.backend import Backend, BackendUnavailable, OutcomeLost
+from gateway.backend.client import McpBackend
+from gateway.backend.reads import TargetReader
+from gateway.catalog import PublishedTool
+from gateway.config import GatewayConfig, PreviewTool, ReadTool, WriteTool
+from gateway.errors import Code, ToolError
+from gateway.runtime import load_catalog
+from gateway.templates import MISSING, at_path
+
+PROBE_ID = "__gateway_check_absent__"
+
+
+@dataclass
+class Report:
+    """What the check found: problems (each names a config key) and notes."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def problem(self, key: str, sentence: str) -> None:
+        self.problems.append(f"{key}: {sentence}")
+
+
+async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False) -> int:
+    """Run every check, print the report and the tool table; 0 when nothing is wrong."""
+    report = Report()
+    async with McpBackend(config.backend) as backend:
+        probe = Probe(config, backend, TargetReader(backend))
+        try:
+            with anyio.fail_after(config.backend.connect_timeout_seconds + 3 * config.backend.call_timeout_seconds):
+                await _check_backend(probe, report)
+        except (BackendUnavailable, OutcomeLost, TimeoutError):
+            report.problem("backend", "the backend cannot be reached; check command/args or url")
+        catalog = None
+        if not report.problems:
+            try:
+                catalog = await load_catalog(config, probe.reader)
+            except ToolError as err:
+                report.problem("lookups", err.message)
+    for note in report.notes:
+        out(f"ok    {note}")
+    for problem in report.problems:
+        out(f"FAIL  {problem}")
+    if catalog is not None:
+        out("")
+        out(tool_table(catalog))
+        if schemas:
+            for tool in catalog.values():
+                out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
+                out(f"{tool.name} outputSchema:\n{json.dumps(tool.tool.output_schema, indent=2)}")
+    return 1 if report.problems else 0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a check reads through: the config and the backend's reads (no store, no keys)."""
+
+    config: GatewayConfig
+    backend: Backend
+    reader: TargetReader
+
+
+async def _check_backend(probe: Probe, report: Report) -> None:
+    config = probe.config
+    tools = {tool.name: tool for tool in await probe.backend.list_tools()}
+    god = tools.get(config.backend.tool)
+    if god is None:
+        report.problem("backend.tool", f"the backend has no tool {config.backend.tool!r}; it has {sorted(tools)}")
+        return
+    report.notes.append(f"backend publishes {config.backend.tool}")
+    properties = god.input_schema.get("properties", {})
+    for key in ("action_argument", "payload_argument"):
+        name = getattr(config.backend, key)
+        if properties and name not in properties:
+            report.problem(
+                f"backend.{key}", f"{config.backend.tool} has no argument {name!r}; it has {sorted(properties)}"
+            )
+    sample: dict[str, Any] | None = None
+    for name, tool in config.tools.items():
+        if isinstance(tool, ReadTool):
+            sample = await _check_read(probe, name, tool, report) or sample
+    for name, lookup in config.lookups.items():
+        try:
+            table = await probe.reader.lookup(name, lookup)
+            report.notes.append(f"lookups.{name} has {len(table)} entries")
+        except ToolError as err:
+            action = lookup.call.action if lookup.call is not None else ""
+            report.problem(f"lookups.{name}.call", await _backend_says(probe, err, action, {}))
+    for name, tool in config.tools.items():
+        if isinstance(tool, PreviewTool):
+            await _check_preview(probe, name, tool, sample, report)
+        elif isinstance(tool, WriteTool):
+            report.notes.append(f"tools.{name} would call {tool.call.action!r} (writes are never called by check)")
+
+
+async def _check_read(probe: Probe, name: str, tool: ReadTool, report: Report) -> dict[str, Any] | None:
+    try:
+        items = await probe.reader.items(tool.call)
+    except ToolError as err:
+        report.problem(f"tools.{name}.call", await _backend_says(probe, err, tool.call.action, {}))
+        return None
+    report.notes.append(f"tools.{name}: {tool.call.action!r} lists {len(items)} items")
+    if not items:
+        return None
+    first = items[0]
+    if at_path(first, tool.sort_key) is MISSING:
+        report.problem(f"tools.{name}.sort_key", f"the backend's items have no {tool.sort_key!r}")
+    for field_name, output in tool.fields.items():
+        if at_path(first, output.source) is MISSING:
+            report.problem(
+                f"tools.{name}.fields.{field_name}.from",
+                f"the backend's items have no {output.source!r} (an item looks like {_peek(first)})",
+            )
+    return first if isinstance(first, dict) else None
+
+
+async def _check_preview(
+    probe: Probe, name: str, tool: PreviewTool, sample: dict[str, Any] | None, report: Report
+) -> None:
+    target = tool.target
+    try:
+        await probe.reader.get(target, PROBE_ID)
+        report.problem(f"tools.{name}.target.get", f"reading a target that cannot exist ({PROBE_ID}) succeeded")
+    except ToolError as err:
+        if err.code != Code.TENANT_NOT_FOUND:
+            report.problem(
+                f"tools.{name}.target.get.action",
+                f"{target.get.action!r} did not answer 'not found' for an absent id "
+                f"({await _backend_says(probe, err, target.get.action, {})}); "
+                f"check the action name and target.not_found_text",
+            )
+            return
+    report.notes.append(f"tools.{name}: {target.get.action!r} answers 'not found' for an absent {target.noun}")
+    if sample is None:
+        return
+    for key in ("id", "key", "name"):
+        if isinstance(sample.get(key), str):
+            break
+    else:
+        return
+    try:
+        state = await probe.reader.get(target, sample[key])
+    except ToolError as err:
+        report.problem(f"tools.{name}.target.get", f"reading {sample[key]!r} failed: {_explain(err)}")
+        return
+    if target.version_in(state) is MISSING:
+        report.problem(f"tools.{name}.target.version_field", f"the {target.noun} has no {target.version_field!r}")
+    for field_name, summary in tool.summary.items():
+        if summary.target is not None and at_path(state, summary.target) is MISSING:
+            report.problem(f"tools.{name}.summary.{field_name}.target", f"the {target.noun} has no {summary.target!r}")
+    if target.protected_field is not None and at_path(state, target.protected_field) is MISSING:
+        report.problem(f"tools.{name}.target.protected_field", f"the {target.noun} has no {target.protected_field!r}")
+
+
+def tool_table(catalog: dict[str, PublishedTool]) -> str:
+    """The published tools with their kind, hints and backend action, one line each."""
+    rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action")]
+    for tool in catalog.values():
+        hints = tool.tool.annotations
+        assert hints is not None
+        config = tool.config
+        action = config.target.get.action if isinstance(config, PreviewTool) else config.call.action
+        rows.append(
+            (
+                tool.name,
+                config.kind,
+                str(hints.read_only_hint).lower(),
+                str(hints.destructive_hint).lower(),
+                str(hints.idempotent_hint).lower(),
+                str(hints.open_world_hint).lower(),
+                action,
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def _explain(err: ToolError) -> str:
+    return err.message.removesuffix(" Nothing was changed.")
+
+
+async def _backend_says(probe: Probe, err: ToolError, action: str, payload: dict[str, Any]) -> str:
+    """The refusal, with the backend's own words when it answered with an error (an operator reads this)."""
+    if err.code != Code.BACKEND_ERROR:
+        return _explain(err)
+    try:
+        reply = await probe.backend.read(action, payload)
+    except BackendUnavailable:
+        return _explain(err)
+    return f"{_explain(err)} It said: {reply.text[:200]}" if reply.is_error else _explain(err)
+
+
+def _peek(item: Any) -> str:
+    text = json.dumps(item)
+    return text if len(text) <= 120 else text[:119] + "…"

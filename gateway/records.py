@@ -1,0 +1,107 @@
+"""The records the gateway keeps and passes around: plain frozen dataclasses, standard library only.
+
+    Plan        a previewed write, bound to a caller, expiring              (issued by preview, kept by stores)
+    Expired     what is left of a plan after its TTL: who owned it         (so its owner hears plan_expired)
+    KeyRecord   what one (caller, idempotencyKey) did or is doing          (claimed, settled, replayed)
+    Claim       the answer to an atomic claim of a key and its plan
+    AuditEntry  one decision of a write tool, hash-chained when stored
+    Reply       the god-tool's answer: its error flag and its text
+
+Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.tools.write_rules) can be
+read, imported and tested on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TOMBSTONE_SECONDS = 3600
+"""How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
+
+KeyState = Literal["in_flight", "applied", "unknown", "error"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A previewed write: what it will do, to what, for whom, until when."""
+
+    plan_id: str
+    caller: str
+    tool: str
+    target: str
+    version: Any
+    arguments: dict[str, Any]
+    summary: dict[str, Any]
+    expires_at: float
+    in_use_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Expired:
+    """What is left of a plan after its TTL: who owned it, for an hour."""
+
+    caller: str
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """What one (caller, idempotencyKey) did, or is doing.
+
+    ``tool`` and ``version_before`` come from the plan at claim time, so a key left in flight by a crash can
+    be audited truthfully after its plan is gone."""
+
+    caller: str
+    key: str
+    plan_id: str
+    target: str
+    state: KeyState
+    result: dict[str, Any] | None = None
+    tool: str | None = None
+    version_before: Any = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to an atomic claim: claimed, or why not."""
+
+    claimed: bool
+    existing: KeyRecord | None = None
+    plan_busy: bool = False
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One decision of a write tool. ``seq``, ``prev_hash`` and ``hash`` are set by the store (the chain)."""
+
+    at: float
+    caller: str
+    tool: str
+    outcome: str
+    plan_id: str | None = None
+    idempotency_key: str | None = None
+    target: str | None = None
+    version_before: Any = None
+    version_after: Any = None
+    confirmation: str | None = None
+    code: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0
+    prev_hash: str = ""
+    hash: str = ""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The god-tool's answer: its error flag and its text (JSON when well-formed)."""
+
+    is_error: bool
+    text: str
+
+    def json(self) -> Any:
+        """The decoded JSON text, or None when the text is not JSON."""
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            return None

@@ -1,0 +1,231 @@
+"""A write tool: the steps of gateway.tools.write_rules in order, with the I/O each one needs.
+
+    run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
+    _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
+    _write      8 lock, claim, re-check -> 9 backend call -> settle (audit first, then the key)
+
+Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
+cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import ServerRequestContext
+
+from gateway.audit import trail
+from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.chaos import crash_point
+from gateway.config import PreviewTool, WriteTool
+from gateway.errors import Code, StoreUnavailable, ToolError
+from gateway.records import AuditEntry, KeyRecord, Plan, Reply
+from gateway.runtime import Gateway
+from gateway.templates import MISSING, render
+from gateway.tools import confirm
+from gateway.tools.write_rules import (
+    LOST,
+    AfterLookup,
+    Settlement,
+    after_key_lookup,
+    confirmation_schema,
+    live_plan,
+    needs_reread,
+    next_key_state,
+    outcome_unknown_body,
+    require_form,
+    require_unchanged,
+    require_yes,
+    settle,
+    template_names,
+)
+
+AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
+STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WriteCall:
+    """One call of a write tool: who, which tool, and the audit entry its decision will leave."""
+
+    gw: Gateway
+    name: str
+    config: WriteTool
+    preview: PreviewTool
+    caller: str
+    entry: AuditEntry = field(init=False)
+    audited: bool = False
+
+    def __post_init__(self) -> None:
+        self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
+
+    def note(self, **facts: Any) -> None:
+        """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
+        self.entry = replace(self.entry, **facts)
+
+    async def audit(self, outcome: str, code: Code | None) -> None:
+        """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
+        if self.audited:
+            return
+        self.audited = True
+        if self.entry.confirmation is not None:
+            self.gw.metrics.answers.labels(self.entry.confirmation).inc()
+        code_text = None if code is None else code.value
+        await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text))
+
+    async def current(self, target_id: str) -> dict[str, Any] | None:
+        """The target as it reads now, or None."""
+        return await self.gw.reader.find(self.preview.target, target_id)
+
+    async def require_unchanged(self, plan: Plan) -> None:
+        """Read the target and refuse if it moved on or became protected."""
+        target = self.preview.target
+        state = await self.gw.reader.get(target, plan.target)
+        require_unchanged(plan, target.version_in(state), target.is_protected(plan.target, state), self.config.preview)
+
+
+async def run_write(
+    call: WriteCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    admit: Callable[[], Awaitable[dict[str, Any]]],
+) -> dict[str, Any] | types.InputRequiredResult:
+    """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
+    raw = params.arguments or {}
+    call.note(plan_id=_short_text(raw.get("planId")), idempotency_key=_short_text(raw.get("idempotencyKey")))
+    try:
+        try:
+            outcome = await _decide(call, ctx, params, await admit())
+        except StoreUnavailable:  # raised only before the backend call: settle's is handled in _record
+            raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
+    except ToolError as err:
+        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
+        raise
+    if isinstance(outcome, types.InputRequiredResult):
+        return outcome
+    await call.audit("replayed" if outcome["replayed"] else "applied", None)
+    return outcome
+
+
+async def _decide(
+    call: WriteCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    args: dict[str, Any],
+) -> dict[str, Any] | types.InputRequiredResult:
+    gw, preview_name = call.gw, call.config.preview
+    plan_id, key = args["planId"], args["idempotencyKey"]
+    record = await gw.store.get_record(call.caller, key)
+    verdict = after_key_lookup(record, plan_id)
+    if record is not None:
+        call.note(target=record.target)
+        if verdict is AfterLookup.REPLAY:
+            call.note(version_after=(record.result or {}).get("version"))
+            return {**(record.result or {}), "replayed": True}
+        raise ToolError(**outcome_unknown_body(await call.current(record.target)))
+    plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
+    call.note(target=plan.target, version_before=plan.version)
+    require_form(ctx.session.client_capabilities)
+    await call.require_unchanged(plan)
+    question = confirm.Question(
+        message=str(render(call.preview.message, template_names(plan, call.preview.target.noun))),
+        schema=confirmation_schema(call.config.confirm, plan),
+        caller=call.caller,
+        plan_id=plan_id,
+        key=key,
+        timeout=call.config.prompt_timeout_seconds,
+    )
+    answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    call.note(confirmation=answer.action if answer is not None else "timeout")
+    require_yes(answer, call.config.confirm, plan)
+    record = KeyRecord(
+        call.caller,
+        key,
+        plan_id=plan_id,
+        target=plan.target,
+        state="in_flight",
+        tool=call.name,
+        version_before=plan.version,
+    )
+    return await _write(call, plan, record)
+
+
+async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
+    gw, write = call.gw, call.config
+    async with gw.store.lock(plan.target):
+        crash_point("before-claim")
+        claim = await gw.store.claim(record, gw.clock(), write.idempotency_retention_seconds)
+        if not claim.claimed:
+            return await _not_claimed(call, claim.existing, plan, record)
+        with anyio.CancelScope(shield=True):
+            crash_point("after-claim")
+            try:
+                await call.require_unchanged(plan)
+            except ToolError:
+                await gw.store.release(record)
+                raise
+            reply: Reply | None
+            try:
+                payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+                reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
+            except BackendUnavailable:
+                await gw.store.release(record)
+                raise ToolError(
+                    Code.BACKEND_UNAVAILABLE,
+                    "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
+                ) from None
+            except OutcomeLost:
+                reply = LOST
+            crash_point("after-backend-write")
+            current = await call.current(plan.target) if needs_reread(reply, write) else None
+            reread_version = call.preview.target.version_in(current) if current is not None else MISSING
+            settlement = settle(plan, reply, current, reread_version, write, write.preview)
+            await _record(call, record, settlement)
+    error = settlement.error()
+    if error is not None:
+        raise error
+    return {**settlement.result, "replayed": False}
+
+
+async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) -> None:
+    """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
+    and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so no write that
+    reached the backend goes unaudited. The key settles even if the audit raises."""
+    error = settlement.error()
+    if error is None:
+        call.note(version_after=settlement.result["version"])
+    try:
+        outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
+        await call.audit(outcome, None if error is None else error.code)
+    finally:
+        crash_point("before-settle")
+        try:
+            next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
+            await call.gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
+        except StoreUnavailable:
+            # The call was sent, so say what happened. The key stays in flight until its lock lapses
+            # and then reads outcome_unknown: it never writes again.
+            log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
+
+
+async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:
+    """Another call got there first: replay its outcome, or say why this one cannot proceed."""
+    if existing is not None:
+        if after_key_lookup(existing, record.plan_id) is AfterLookup.REPLAY:
+            return {**(existing.result or {}), "replayed": True}
+        raise ToolError(**outcome_unknown_body(await call.current(plan.target)))
+    live_plan(await call.gw.store.get_plan(plan.plan_id, call.gw.clock()), call.caller, call.name, call.config.preview)
+    raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
+
+
+def _short_text(value: Any) -> str | None:
+    return value[:128] if isinstance(value, str) else None

@@ -1,0 +1,113 @@
+"""Real SDK clients on a gateway in this process, prompt answers, and reading results."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+
+from gateway.backend.client import Opener
+from gateway.config import GatewayConfig
+from gateway.runtime import Gateway, open_gateway
+from gateway.server import build_server
+from tests.support.inprocess import in_process
+from tests.support.profiles import Profile
+
+ERAS = ["2025-11-25", "2026-07-28"]
+YES = {"confirm": True}
+
+
+class Clock:
+    """A settable clock for plan expiry."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@asynccontextmanager
+async def running_gateway(
+    config: GatewayConfig, clock: Clock | None = None, *, backend_in_process: bool = False, opener: Opener | None = None
+) -> AsyncIterator[Gateway]:
+    """A gateway over the config's backend, connected before it is yielded (so tests can read its database).
+
+    ``backend_in_process`` runs the config's backend server in this process (the unit tier)."""
+    if backend_in_process:
+        opener = in_process(config)
+    async with open_gateway(config, clock=clock or Clock(), opener=opener) as gw:
+        with anyio.fail_after(60):
+            await gw.catalog()
+        yield gw
+
+
+class Answers:
+    """An elicitation callback that answers from a script and records every prompt."""
+
+    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None) -> None:
+        self.action = action
+        self.content = dict(YES) if content is None else content
+        self.prompts: list[types.ElicitRequestParams] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.prompts.append(params)
+        if self.action == "accept":
+            return types.ElicitResult(action="accept", content=self.content)
+        return types.ElicitResult(action=self.action)
+
+    @property
+    def messages(self) -> list[str]:
+        """The text of every prompt so far."""
+        return [prompt.message for prompt in self.prompts]
+
+
+async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """A user who says yes to every prompt (load generators and soaks)."""
+    return types.ElicitResult(action="accept", content=dict(YES))
+
+
+def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
+    """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
+    mode = "legacy" if era == "2025-11-25" else "auto"
+    return Client(build_server(gw), mode=mode, elicitation_callback=answers)
+
+
+def error_code(result: types.CallToolResult) -> str:
+    """The stable code of an isError result (which must carry no structuredContent)."""
+    assert result.is_error, result
+    assert result.structured_content is None
+    return str(error_body(result)["code"])
+
+
+def error_body(result: types.CallToolResult) -> dict[str, Any]:
+    """The JSON body of an isError result."""
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return dict(json.loads(block.text))
+
+
+def new_key() -> str:
+    """A fresh idempotency key."""
+    return str(uuid.uuid4())
+
+
+async def preview(client: Client, profile: Profile, target: str | None = None, variant: int = 0) -> dict[str, Any]:
+    """A plan for ``target`` (the profile's main one by default)."""
+    result = await client.call_tool(profile.preview_tool, profile.preview_args(target, variant))
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+def applied_body(plan: dict[str, Any], version: int, replayed: bool = False) -> dict[str, Any]:
+    """What a write reports for a plan: the plan's fields, the version after, and whether it replayed."""
+    body = {name: value for name, value in plan.items() if name != "expiresAt"}
+    return {**body, "version": version, "replayed": replayed}

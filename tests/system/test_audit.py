@@ -1,0 +1,119 @@
+"""The audit trail: one chained entry per write decision, listed and verified by the CLI, and a tampered
+SQLite file is caught and named."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from gateway.config import parse_config
+from tests.support.clients import Answers, connect, new_key, preview, running_gateway
+from tests.support.configs import config_data, write_toml
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
+
+
+def cli(config: Path, *words: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", "audit", *words, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+async def trail(tmp_path: Path) -> tuple[Path, Path]:
+    """A gateway on a SQLite store that applied, replayed and refused writes; its config file and store."""
+    store = tmp_path / "gateway.db"
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
+    )
+    async with running_gateway(parse_config(data)) as gw:
+        async with connect(gw, "2025-11-25", Answers()) as client:
+            args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+            await client.call_tool("reset_tenant", args)
+            await client.call_tool("reset_tenant", args)
+            other = await preview(client, TENANTS, target=TENANTS.other)
+        async with connect(gw, "2026-07-28", Answers("decline")) as client:
+            await client.call_tool("reset_tenant", {"planId": other["planId"], "idempotencyKey": new_key()})
+    return write_toml(data, tmp_path / "gateway.toml"), store
+
+
+async def test_every_decision_is_listed_and_the_chain_verifies(trail: tuple[Path, Path]) -> None:
+    config, _ = trail
+    listed = cli(config, "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:6] == ["seq", "time", "caller", "tool", "target", "outcome"]
+    assert [line.split()[5] for line in lines[1:]] == ["applied", "replayed", "refused:not_confirmed"]
+    only = cli(config, "list", "--tenant", TENANTS.other, "--json")
+    entries = [json.loads(line) for line in only.stdout.splitlines()]
+    assert [(e["target"], e["outcome"], e["code"], e["confirmation"]) for e in entries] == [
+        (TENANTS.other, "refused", "not_confirmed", "decline")
+    ]
+    assert cli(config, "list", "--since", "2999-01-01T00:00:00Z").stdout.splitlines()[1:] == []
+    verified = cli(config, "verify")
+    assert verified.returncode == 0 and verified.stdout.startswith("ok    3 entries, chain intact")
+
+
+def tamper(store: Path, sql: str, *params: Any) -> None:
+    with sqlite3.connect(store) as conn:
+        conn.execute(sql, params)
+
+
+@pytest.mark.parametrize(
+    ("how", "finding"),
+    [
+        ("edit", "entry 1 does not match its hash (edited)"),
+        ("delete", "entries 2..2 are missing (deleted)"),
+        ("reorder", "(reordered"),
+    ],
+)
+async def test_a_tampered_trail_is_caught_and_named(trail: tuple[Path, Path], how: str, finding: str) -> None:
+    config, store = trail
+    with sqlite3.connect(store) as conn:
+        rows = conn.execute("SELECT id, entry FROM audit ORDER BY id").fetchall()
+    if how == "edit":
+        edited = json.loads(rows[0][1]) | {"outcome": "refused"}
+        tamper(store, "UPDATE audit SET entry = ? WHERE id = ?", json.dumps(edited), rows[0][0])
+    elif how == "delete":
+        tamper(store, "DELETE FROM audit WHERE id = ?", rows[1][0])
+    else:
+        tamper(store, "UPDATE audit SET entry = ? WHERE id = ?", rows[2][1], rows[1][0])
+        tamper(store, "UPDATE audit SET entry = ? WHERE id = ?", rows[1][1], rows[2][0])
+    verified = cli(config, "verify")
+    assert verified.returncode == 1
+    assert finding in verified.stdout, verified.stdout
+
+
+async def test_a_failing_audit_write_still_settles_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, era: str
+) -> None:
+    """The outcome is audited before the key settles; if that append breaks, the key settles all the same, so a
+    retry replays the write instead of reading outcome_unknown, and the backend wrote once."""
+    db = tmp_path / "backend.db"
+    config = parse_config(config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path))
+    async with running_gateway(config) as gw, connect(gw, era, Answers()) as client:
+        args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+        version = TENANTS.version(db, TENANTS.main)
+
+        async def broken(entry: Any) -> None:
+            raise RuntimeError("audit sink broke")
+
+        with monkeypatch.context() as patch, pytest.raises(MCPError) as failed:
+            patch.setattr(gw.store, "append_audit", broken)
+            await client.call_tool("reset_tenant", args)
+        retry = await client.call_tool("reset_tenant", args)
+    assert failed.value.error.message == "Internal error"  # the exception's own text stays in the gateway
+    assert retry.structured_content is not None and retry.structured_content["replayed"] is True
+    assert retry.structured_content["version"] == version + 1
+    assert TENANTS.write_count(db) == 1

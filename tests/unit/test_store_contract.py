@@ -1,0 +1,198 @@
+"""Every store keeps one contract: the same tests run against memory and SQLite here, and against a real Redis
+in tests/system/test_redis_store.py (which imports these tests with its own ``store_url``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+
+from gateway.audit.chain import verify
+from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan
+from gateway.stores import Store, open_store
+
+pytestmark = pytest.mark.anyio
+
+RETENTION = 86_400.0
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return "memory" if request.param == "memory" else f"sqlite:{tmp_path}/gateway.db"
+
+
+def make_plan(plan_id: str = "pl_one", *, expires_at: float | None = None, target: str = "tn_a") -> Plan:
+    return Plan(
+        plan_id,
+        "alice",
+        tool="reset_tenant",
+        target=target,
+        version=3,
+        arguments={"tenantId": target, "fixture": "empty"},
+        summary={"rowsDeleted": 812, "rowsInserted": 0},
+        expires_at=time.time() + 600 if expires_at is None else expires_at,
+    )
+
+
+def in_flight(plan: Plan, key: str = "key-0001") -> KeyRecord:
+    return KeyRecord(plan.caller, key, plan_id=plan.plan_id, target=plan.target, state="in_flight")
+
+
+class StoreContract:
+    """The contract, as methods: each tier subclasses it with its own ``store_url`` fixture."""
+
+    @pytest.fixture
+    async def store(self, store_url: str) -> AsyncIterator[Store]:
+        opened = open_store(store_url)
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+    async def test_a_stored_plan_reads_back_whole(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        assert await store.get_plan(plan.plan_id, time.time()) == plan
+        assert await store.get_plan("pl_never_issued", time.time()) is None
+
+    async def test_an_expired_plan_is_its_owners_tombstone_until_the_tombstone_lapses(self, store: Store) -> None:
+        now = time.time()
+        plan = make_plan(expires_at=now + 600)
+        await store.put_plan(plan, now)
+        assert await store.get_plan(plan.plan_id, now + 599) == plan
+        assert await store.get_plan(plan.plan_id, now + 600) == Expired("alice")
+        long_gone = make_plan("pl_old", expires_at=now - TOMBSTONE_SECONDS - 5)
+        await store.put_plan(long_gone, now)
+        await store.put_plan(make_plan("pl_new"), now)  # a later write purges what lapsed
+        assert await store.get_plan("pl_old", now) is None
+
+    async def test_a_claim_records_the_key_in_flight_and_marks_the_plan(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        claim = await store.claim(in_flight(plan), time.time(), RETENTION)
+        assert claim.claimed
+        assert await store.get_record("alice", "key-0001") == in_flight(plan)
+        found = await store.get_plan(plan.plan_id, time.time())
+        assert isinstance(found, Plan) and found.in_use_by == "key-0001"
+
+    async def test_a_second_claim_of_one_key_gets_the_existing_record(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        again = await store.claim(in_flight(plan), time.time(), RETENTION)
+        assert not again.claimed
+        assert again.existing == in_flight(plan)
+
+    async def test_another_key_on_a_plan_in_use_is_plan_busy(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        other = await store.claim(in_flight(plan, "key-0002"), time.time(), RETENTION)
+        assert (other.claimed, other.existing, other.plan_busy) == (False, None, True)
+        assert await store.get_record("alice", "key-0002") is None
+
+    async def test_a_claim_on_a_missing_or_expired_plan_takes_nothing(self, store: Store) -> None:
+        missing = await store.claim(in_flight(make_plan("pl_missing")), time.time(), RETENTION)
+        plan = make_plan(expires_at=time.time() + 60)
+        await store.put_plan(plan, time.time())
+        expired = await store.claim(in_flight(plan, "key-0002"), time.time() + 61, RETENTION)
+        assert (missing.claimed, missing.plan_busy) == (False, True)
+        assert (expired.claimed, expired.plan_busy) == (False, True)
+        assert await store.get_record("alice", "key-0001") is None
+        assert await store.get_record("alice", "key-0002") is None
+
+    async def test_release_forgets_the_key_and_frees_the_plan(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        await store.release(in_flight(plan))
+        assert await store.get_record("alice", "key-0001") is None
+        assert await store.get_plan(plan.plan_id, time.time()) == plan
+        assert (await store.claim(in_flight(plan, "key-0002"), time.time(), RETENTION)).claimed
+
+    async def test_settle_records_the_outcome_and_deletes_the_plan(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        result = {"planId": plan.plan_id, "tenantId": "tn_a", "version": 4, "nested": {"rows": [1, 2.5, None]}}
+        applied = replace(in_flight(plan), state="applied", result=result)
+        await store.settle(applied)
+        assert await store.get_record("alice", "key-0001") == applied
+        assert await store.get_plan(plan.plan_id, time.time()) is None
+        assert (await store.claim(in_flight(plan), time.time(), RETENTION)).existing == applied
+
+    async def test_keys_belong_to_their_caller(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        assert await store.get_record("bob", "key-0001") is None
+        assert await store.get_record("alice:key", "0001") is None
+
+    async def test_a_nonce_is_used_once(self, store: Store) -> None:
+        assert await store.use_nonce("n-1", time.time(), 300)
+        assert not await store.use_nonce("n-1", time.time(), 300)
+        assert await store.use_nonce("n-2", time.time(), 300)
+
+    async def test_the_audit_keeps_append_order_in_one_hash_chain(self, store: Store) -> None:
+        entries = [
+            AuditEntry(at=time.time() + n, caller="alice", tool="reset_tenant", outcome=outcome, extra={"n": n})
+            for n, outcome in enumerate(["refused", "applied", "replayed"])
+        ]
+        for entry in entries:
+            await store.append_audit(entry)
+        stored = [entry async for entry in store.audit_entries()]
+        assert [replace(entry, seq=0, prev_hash="", hash="") for entry in stored] == entries
+        assert [entry.seq for entry in stored] == [1, 2, 3]
+        assert verify(stored) == []
+
+    async def test_concurrent_audit_appends_never_fork_the_chain(self, store: Store) -> None:
+        async with anyio.create_task_group() as tasks:
+            for n in range(30):
+                tasks.start_soon(store.append_audit, AuditEntry(at=float(n), caller="c", tool="t", outcome="applied"))
+        stored = [entry async for entry in store.audit_entries()]
+        assert [entry.seq for entry in stored] == list(range(1, 31))
+        assert verify(stored) == []
+
+    async def test_a_rate_limit_bucket_empties_after_its_burst(self, store: Store) -> None:
+        now = time.time()
+        taken = [await store.take_token("alice\n*", 0.001, 2, now) for _ in range(3)]
+        assert taken[:2] == [0.0, 0.0] and taken[2] > 0
+        assert await store.take_token("bob\n*", 0.001, 2, now) == 0.0  # another caller's bucket is full
+
+    async def test_a_target_lock_admits_one_holder_at_a_time(self, store: Store) -> None:
+        await _assert_exclusive([store] * 4, "tn_a")
+
+    async def test_locks_on_different_targets_do_not_wait_for_each_other(self, store: Store) -> None:
+        with anyio.fail_after(10):
+            async with store.lock("tn_a"), store.lock("tn_b"):
+                pass
+
+
+class TestMemoryAndSqliteStores(StoreContract):
+    """The contract against the stores of one process."""
+
+
+async def _assert_exclusive(stores: list[Store], target: str) -> None:
+    """Each store's holder checks that nobody else is inside while it yields to the others several times."""
+    inside: list[int] = []
+    entered: list[int] = []
+
+    async def hold(n: int, store: Store) -> None:
+        async with store.lock(target):
+            inside.append(n)
+            entered.append(n)
+            for _ in range(5):
+                await store.get_plan("pl_none", time.time())  # real I/O for stores that have it
+                await anyio.lowlevel.checkpoint()
+                assert inside == [n]
+            inside.remove(n)
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            for n, store in enumerate(stores):
+                tasks.start_soon(hold, n, store)
+    assert sorted(entered) == list(range(len(stores)))

@@ -1,0 +1,135 @@
+"""The compiled schema checks answer exactly as jsonschema does, for every schema the gateway publishes.
+
+Instances are drawn "near" each schema (right shapes with some wrong values, missing and extra keys, bools
+for integers, integral floats, long strings) and from arbitrary JSON, so both answers come up often.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator, FormatChecker
+
+from gateway.catalog import build_catalog
+from gateway.config import load_config
+from gateway.validators import Check, compile_check
+from tests.support.profiles import PROFILES
+
+LOOKUPS = {"fixtures": {"empty": 0, "smoke": 25}, "presets": {"off": 0, "canary": 5}}
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8,
+)
+
+
+MISSES = [True, 1.0, 2.5, -1, 10**12, "", "x" * 600, "EMPTY", "2026-13-02T18:30:00Z", "tn checkout", None, [], {}]
+
+
+def near(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """A valid instance, the same with one part spoiled (a wrong value, a missing or an extra key), or any JSON."""
+    return valid(schema) | spoiled(schema) | json_values
+
+
+def valid(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if kind == "object":
+        return st.fixed_dictionaries({name: valid(sub) for name, sub in schema.get("properties", {}).items()})
+    if kind == "array":
+        return st.lists(valid(schema.get("items", {})), max_size=min(schema.get("maxItems", 5), 5))
+    if kind == "string":
+        if schema.get("format") == "date-time":
+            return st.sampled_from(["2026-12-02T18:30:00Z", "2027-01-31T00:00:59Z"])
+        if "pattern" in schema:
+            return st.from_regex(schema["pattern"])
+        return st.text(min_size=schema.get("minLength", 0), max_size=min(schema.get("maxLength", 20), 20))
+    if kind == "integer":
+        low = schema.get("minimum", -1000)
+        return st.integers(low, schema.get("maximum", low + 1000))
+    if kind == "boolean":
+        return st.booleans()
+    return json_values
+
+
+@st.composite
+def spoiled(draw: st.DrawFn, schema: dict[str, Any]) -> Any:
+    instance = draw(valid(schema))
+    containers = [instance] if isinstance(instance, dict | list) else []
+    for container in containers:
+        children = container.values() if isinstance(container, dict) else container
+        containers += [child for child in children if isinstance(child, dict | list) and child]
+    if not containers:
+        return draw(st.sampled_from(MISSES))
+    container = draw(st.sampled_from(containers))
+    if isinstance(container, list):
+        container[draw(st.integers(0, len(container) - 1))] = draw(st.sampled_from(MISSES) | json_values)
+        return instance
+    action = draw(st.sampled_from(["replace", "drop", "add"]))
+    if action == "add" or not container:
+        container[draw(st.sampled_from(["extra", "nextCursor", "version"]))] = draw(json_values)
+    elif action == "drop":
+        del container[draw(st.sampled_from(sorted(container)))]
+    else:
+        container[draw(st.sampled_from(sorted(container)))] = draw(st.sampled_from(MISSES) | json_values)
+    return instance
+
+
+def schemas() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for profile in PROFILES:
+        catalog = build_catalog(load_config(profile.config), LOOKUPS)
+        for name, published in catalog.items():
+            found.append((f"{name} input", dict(published.tool.input_schema)))
+            found.append((f"{name} output", dict(published.tool.output_schema or {})))
+    return found
+
+
+SCHEMAS = schemas()
+NEAR = {label: near(schema) for label, schema in SCHEMAS}
+"""Each schema's strategy, built once: building it per example (regexes included) took most of the run."""
+
+
+def _checks(schema: dict[str, Any]) -> tuple[Check, Draft202012Validator]:
+    formats = FormatChecker()
+    check = compile_check(schema, formats)
+    assert check is not None
+    return check, Draft202012Validator(schema, format_checker=formats)
+
+
+CHECKS = {label: _checks(schema) for label, schema in SCHEMAS}
+"""Each schema's compiled check beside jsonschema's validator, built once."""
+
+
+@pytest.mark.parametrize(("label", "schema"), SCHEMAS, ids=[label for label, _ in SCHEMAS])
+def test_every_published_schema_compiles(label: str, schema: dict[str, Any]) -> None:
+    assert compile_check(schema, FormatChecker()) is not None, label
+
+
+@pytest.mark.parametrize(("label", "schema"), SCHEMAS, ids=[label for label, _ in SCHEMAS])
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(data=st.data())
+def test_a_compiled_check_agrees_with_jsonschema(label: str, schema: dict[str, Any], data: st.DataObject) -> None:
+    check, reference = CHECKS[label]
+    instance = data.draw(NEAR[label])
+    assert check(instance) == reference.is_valid(instance)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "$ref": "#/x"},
+        {"anyOf": [{"type": "string"}]},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"enum": [1, "a"]},
+        {"type": "integer", "minimum": "3"},
+    ],
+)
+def test_a_keyword_outside_the_subset_leaves_the_schema_to_jsonschema(schema: dict[str, Any]) -> None:
+    assert compile_check(schema) is None

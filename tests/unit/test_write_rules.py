@@ -1,0 +1,164 @@
+"""The write path's pure decisions: the key state machine and the outcome of a sent write."""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types as types
+import pytest
+
+from gateway.config import WriteTool, load_config
+from gateway.errors import ToolError
+from gateway.records import KeyRecord, Plan, Reply
+from gateway.templates import MISSING
+from gateway.tools.write_rules import (
+    KEY_TRANSITIONS,
+    LOST,
+    AfterLookup,
+    Settlement,
+    after_key_lookup,
+    next_key_state,
+    require_form,
+    settle,
+)
+
+PLAN = Plan(
+    "pl_0123456789abcdefghij",
+    "local",
+    "reset_tenant",
+    "tn_a",
+    version=3,
+    arguments={"tenantId": "tn_a", "fixture": "empty"},
+    summary={"rowsDeleted": 812, "rowsInserted": 0},
+    expires_at=1e12,
+)
+
+
+def _reset_tool() -> WriteTool:
+    tool = load_config().tools["reset_tenant"]
+    assert isinstance(tool, WriteTool)
+    return tool
+
+
+WRITE = _reset_tool()
+PREVIEW = "preview_tenant_reset"
+
+
+def tenant(version: int) -> dict[str, object]:
+    return {"id": "tn_a", "name": "A", "rows": 0, "version": version, "protected": False}
+
+
+def settled(reply: Reply | None, current: dict[str, object] | None = None) -> Settlement:
+    version = current["version"] if current is not None else MISSING
+    return settle(PLAN, reply, current, version, WRITE, PREVIEW)
+
+
+def test_every_listed_key_transition_is_legal_and_others_raise() -> None:
+    states = {state for state, _ in KEY_TRANSITIONS} | set(KEY_TRANSITIONS.values())
+    events = {event for _, event in KEY_TRANSITIONS}
+    for state in states:
+        for event in events:
+            if (state, event) in KEY_TRANSITIONS:
+                assert next_key_state(state, event) == KEY_TRANSITIONS[(state, event)]
+            else:
+                with pytest.raises(ValueError):
+                    next_key_state(state, event)
+
+
+def test_a_settled_key_never_goes_back_in_flight() -> None:
+    for final in ("applied", "unknown", "error"):
+        with pytest.raises(ValueError):
+            next_key_state(final, "claim")
+
+
+@pytest.mark.parametrize(
+    ("state", "plan_id", "expected"),
+    [
+        ("applied", PLAN.plan_id, AfterLookup.REPLAY),
+        ("unknown", PLAN.plan_id, AfterLookup.UNKNOWN),
+        ("in_flight", PLAN.plan_id, "request_in_progress"),
+        ("applied", "pl_other_other_other_other", "idempotency_key_reused"),
+    ],
+)
+def test_what_an_existing_key_means(state: str, plan_id: str, expected: object) -> None:
+    record = KeyRecord("local", "key-12345678", PLAN.plan_id, "tn_a", state)  # type: ignore[arg-type]
+    if isinstance(expected, AfterLookup):
+        assert after_key_lookup(record, plan_id) is expected
+    else:
+        with pytest.raises(ToolError) as raised:
+            after_key_lookup(record, plan_id)
+        assert raised.value.code == expected
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "can_ask"),
+    [
+        (None, False),
+        (types.ClientCapabilities(), False),
+        (types.ClientCapabilities(elicitation=types.ElicitationCapability()), True),
+        (
+            types.ClientCapabilities(elicitation=types.ElicitationCapability(form=types.FormElicitationCapability())),
+            True,
+        ),
+        (
+            types.ClientCapabilities(elicitation=types.ElicitationCapability(url=types.UrlElicitationCapability())),
+            False,
+        ),
+    ],
+    ids=["none", "no-elicitation", "empty-means-form", "form", "url-only"],
+)
+def test_only_a_form_capable_client_can_be_asked(capabilities: types.ClientCapabilities | None, can_ask: bool) -> None:
+    if can_ask:
+        require_form(capabilities)
+    else:
+        with pytest.raises(ToolError) as raised:
+            require_form(capabilities)
+        assert raised.value.code == "confirmation_unavailable"
+
+
+def test_a_well_formed_reply_is_applied_with_its_version() -> None:
+    reply = Reply(False, json.dumps({"id": "tn_a", "rowsDeleted": 812, "rowsInserted": 0, "version": 4}))
+    settlement = settled(reply)
+    assert settlement.state == "applied" and settlement.result["version"] == 4
+    assert settlement.result["rowsDeleted"] == 812 and settlement.result["fixture"] == "empty"
+
+
+def test_a_malformed_reply_with_a_moved_target_is_applied_from_the_reread() -> None:
+    settlement = settled(Reply(False, '{"id": "tn_a", "rowsDel'), tenant(4))
+    assert settlement.state == "applied" and settlement.result["version"] == 4
+
+
+@pytest.mark.parametrize("reread", [None, tenant(3)], ids=["reread-failed", "version-unmoved"])
+def test_a_malformed_reply_without_proof_of_the_write_is_unknown(reread: dict[str, object] | None) -> None:
+    settlement = settled(Reply(False, "OK"), reread)
+    assert settlement.state == "unknown"
+    error = settlement.error()
+    assert error is not None and error.code == "outcome_unknown"
+
+
+def test_a_lost_reply_is_unknown_with_the_current_target() -> None:
+    settlement = settled(LOST, tenant(4))
+    error = settlement.error()
+    assert settlement.state == "unknown" and error is not None
+    assert error.details == {"current": tenant(4)}
+
+
+def test_an_is_error_reply_is_a_backend_error() -> None:
+    settlement = settled(Reply(True, "Internal error: storage unavailable"))
+    error = settlement.error()
+    assert settlement.state == "error" and error is not None and error.code == "backend_error"
+    assert "storage" not in error.message
+
+
+def test_protection_comes_from_a_field_or_an_id_glob() -> None:
+
+    from gateway.config import PreviewTool
+    from tests.support.profiles import FLAGS
+
+    preview = load_config(FLAGS.config).tools[FLAGS.preview_tool]
+    assert isinstance(preview, PreviewTool)
+    target = preview.target
+    assert target.is_protected("prod.anything", {"meta": {"locked": False}})
+    assert target.is_protected("checkout.x", {"meta": {"locked": True}})
+    assert not target.is_protected("checkout.x", {"meta": {"locked": False}})
+    assert not target.is_protected("production.x", {"meta": {"locked": "yes"}})
