@@ -139,7 +139,7 @@ async def _check_preview(
         await probe.reader.get(target, PROBE_ID)
         report.problem(f"tools.{name}.target.get", f"reading a target that cannot exist ({PROBE_ID}) succeeded")
     except ToolError as err:
-        if err.code != Code.TENANT_NOT_FOUND:
+        if err.code != Code.TARGET_NOT_FOUND:
             report.problem(
                 f"tools.{name}.target.get.action",
                 f"{target.get.action!r} did not answer 'not found' for an absent id "

@@ -12,9 +12,10 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.config.sections import Model, RateLimit
+from gateway.errors import Code
 from gateway.records import Reply
 from gateway.templates import MISSING, at_path, names_in, render
 
@@ -89,7 +90,7 @@ class ReadTool(ToolAccess):
 class Target(Model):
     """The object a preview plans a change to: how to read it, its id and version, what protects it."""
 
-    noun: str = "target"
+    noun: str = Field("target", pattern="^[a-z][a-z0-9_]{0,31}$")
     get: Call
     version_field: str = "version"
     version_schema: dict[str, Any] = {"type": "integer"}
@@ -102,6 +103,15 @@ class Target(Model):
         if names_in(self.get.payload) - {"target_id"}:
             raise ValueError("get.payload may only use {target_id}")
         return self
+
+    @field_validator("noun")
+    @classmethod
+    def _noun_spells_its_own_codes(cls, noun: str) -> str:
+        taken = {code.value for code in Code if not code.per_noun}
+        clash = [code.spelled(noun) for code in Code if code.per_noun and code.spelled(noun) in taken]
+        if clash:
+            raise ValueError(f"noun {noun!r} would spell {clash[0]!r}, which is another error code")
+        return noun
 
     def version_in(self, state: Any) -> Any:
         """The target's version in its state as the backend reports it (MISSING when it has none)."""

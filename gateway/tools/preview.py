@@ -23,7 +23,11 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     target_id = args[config.target_input]
     state = await gw.reader.get(target, target_id)
     if target.is_protected(target_id, state):
-        raise ToolError(Code.TENANT_PROTECTED, f"{target_id} is protected; the gateway will not plan a change to it.")
+        raise ToolError(
+            Code.TARGET_PROTECTED,
+            f"{target_id} is protected; the gateway will not plan a change to it.",
+            noun=target.noun,
+        )
     summary = {}
     for field_name, field in config.summary.items():
         if field.target is not None:

@@ -70,15 +70,14 @@ class WriteCall:
         """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
         self.entry = replace(self.entry, **facts)
 
-    async def audit(self, outcome: str, code: Code | None) -> None:
+    async def audit(self, outcome: str, code: str | None) -> None:
         """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
         if self.audited:
             return
         self.audited = True
         if self.entry.confirmation is not None:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        code_text = None if code is None else code.value
-        await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text))
+        await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code))
 
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
@@ -88,7 +87,8 @@ class WriteCall:
         """Read the target and refuse if it moved on or became protected."""
         target = self.preview.target
         state = await self.gw.reader.get(target, plan.target)
-        require_unchanged(plan, target.version_in(state), target.is_protected(plan.target, state), self.config.preview)
+        protected = target.is_protected(plan.target, state)
+        require_unchanged(plan, target.version_in(state), protected, self.config.preview, target.noun)
 
 
 async def run_write(
@@ -106,7 +106,7 @@ async def run_write(
         except StoreUnavailable:  # raised only before the backend call: settle's is handled in _record
             raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
-        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
+        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
         raise
     if isinstance(outcome, types.InputRequiredResult):
         return outcome
@@ -205,7 +205,7 @@ async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) ->
         call.note(version_after=settlement.result["version"])
     try:
         outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-        await call.audit(outcome, None if error is None else error.code)
+        await call.audit(outcome, None if error is None else error.wire_code)
     finally:
         crash_point("before-settle")
         try:

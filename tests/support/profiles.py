@@ -53,6 +53,7 @@ class Profile:
     set_protected: Callable[[Path, str, bool], None]
     applied: Callable[[Path, str, str], bool]
     message: Callable[[dict[str, Any]], str]
+    noun: str
     write_log: str = "write_log"
 
     def __str__(self) -> str:
@@ -100,6 +101,7 @@ TENANTS = Profile(
         f"Delete {plan['rowsDeleted']} rows in {plan['tenantId']} and load fixture "
         f'"{plan["fixture"]}" ({plan["rowsInserted"]} rows)?'
     ),
+    noun="tenant",
 )
 
 FLAGS = Profile(
@@ -133,6 +135,7 @@ FLAGS = Profile(
         f"Change the rollout of {plan['flagKey']} from {plan['currentRollout']}% to "
         f"{plan['newRollout']}% ({plan['preset']})?"
     ),
+    noun="flag",
 )
 
 PROFILES = [TENANTS, FLAGS]

@@ -34,6 +34,8 @@ def test_the_default_config_publishes_three_tools_split_by_risk() -> None:
         (lambda d: d["backend"].update(command=None), "backend"),
         (lambda d: d["tools"]["reset_tenant"].update(preview="list_tenants"), "preview"),
         (lambda d: d.pop("backend"), "backend"),
+        (lambda d: d["tools"]["preview_tenant_reset"]["target"].update(noun="plan"), "target.noun"),
+        (lambda d: d["tools"]["preview_tenant_reset"]["target"].update(noun="Big Tenant"), "target.noun"),
     ],
 )
 def test_a_bad_config_names_the_key(change: Any, key: str) -> None:

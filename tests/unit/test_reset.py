@@ -149,7 +149,7 @@ async def test_a_target_protected_after_its_preview_is_not_changed(
             result = await client.call_tool(profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
         finally:
             profile.set_protected(db, profile.spare, False)
-    assert error_code(result) == "tenant_protected"
+    assert error_code(result) == f"{profile.noun}_protected"
     assert profile.write_count(db) == before
 
 

@@ -136,13 +136,13 @@ async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, profile
 async def test_preview_of_a_protected_target_gives_no_plan(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.protected))
-    assert error_code(result) == "tenant_protected"
+    assert error_code(result) == f"{profile.noun}_protected"
 
 
 async def test_preview_of_an_absent_target_is_not_found(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.absent))
-    assert error_code(result) == "tenant_not_found"
+    assert error_code(result) == f"{profile.noun}_not_found"
 
 
 async def test_preview_returns_a_random_expiring_plan_at_the_current_version(
