@@ -116,7 +116,7 @@ def _schemas(
         "planId": PLAN_ID,
         **inputs,
         **{name: field.json_schema for name, field in preview.summary.items()},
-        "version": preview.target.version_schema,
+        preview.target.version_output: preview.target.version_schema,
     }
     always = [name for name in plan_fields if name not in preview.inputs or preview.inputs[name].required]
     if isinstance(tool, PreviewTool):
@@ -127,6 +127,14 @@ def _schemas(
     write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
     outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])
     return write_inputs, outputs
+
+
+def named_version(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """A preview's or a write's answer with its version under the configured output name (``target.version_output``,
+    the same for both). Plans and idempotency records keep it as ``version``: only what a client sees is renamed."""
+    if name == "version" or "version" not in body:
+        return body
+    return {name if key == "version" else key: value for key, value in body.items()}
 
 
 def _input_schema(

@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    check.add_argument(
+        "--probe-actions",
+        action="store_true",
+        help="when the god-tool's schema does not list its actions, call it once with an action that cannot exist "
+        "and look for the write actions in its refusal",
+    )
     call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
@@ -78,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "check":
         logs.configure("error", "text")
-        return anyio.run(run_check, config, args.schemas)
+        return anyio.run(run_check, config, args.schemas, args.probe_actions)
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
@@ -117,11 +123,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def run_check(config: GatewayConfig, schemas: bool) -> int:
+async def run_check(config: GatewayConfig, schemas: bool, probe_actions: bool = False) -> int:
     """The ``check`` subcommand."""
     from gateway.preflight import check
 
-    return await check(config, print, schemas=schemas)
+    return await check(config, print, schemas=schemas, probe_actions=probe_actions)
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:

@@ -4,6 +4,11 @@ It validates the file, connects to the backend, confirms the god-tool and its ar
 mapped read action (lists, lookups, the target read), checks that every configured path finds a value, and
 prints the published tools. Write actions are never called, and the gateway's own state is never opened: a
 check run beside a live gateway changes nothing (no store, no key file, no recovery).
+
+A write action's name is verified without calling it (gateway.actions): against the god-tool's input schema
+when it enumerates its actions; otherwise, only when the operator asks (``--probe-actions``), by calling the
+god-tool with an action that cannot exist and finding the name in the refusal's list of valid actions;
+otherwise the check warns that the action is unverified.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from mcp_types import Tool
 
+from gateway import actions
 from gateway.backend import Backend, BackendUnavailable, OutcomeLost
 from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
@@ -29,20 +36,23 @@ PROBE_ID = "__gateway_check_absent__"
 
 @dataclass
 class Report:
-    """What the check found: problems (each names a config key) and notes."""
+    """What the check found: problems (each names a config key), warnings and notes."""
 
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def problem(self, key: str, sentence: str) -> None:
         self.problems.append(f"{key}: {sentence}")
 
 
-async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False) -> int:
-    """Run every check, print the report and the tool table; 0 when nothing is wrong."""
+async def check(
+    config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False, probe_actions: bool = False
+) -> int:
+    """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed)."""
     report = Report()
     async with McpBackend(config.backend) as backend:
-        probe = Probe(config, backend, TargetReader(backend))
+        probe = Probe(config, backend, TargetReader(backend), probe_actions)
         try:
             with anyio.fail_after(config.backend.connect_timeout_seconds + 3 * config.backend.call_timeout_seconds):
                 await _check_backend(probe, report)
@@ -56,6 +66,8 @@ async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: b
                 report.problem("lookups", err.message)
     for note in report.notes:
         out(f"ok    {note}")
+    for warning in report.warnings:
+        out(f"WARN  {warning}")
     for problem in report.problems:
         out(f"FAIL  {problem}")
     if catalog is not None:
@@ -75,6 +87,7 @@ class Probe:
     config: GatewayConfig
     backend: Backend
     reader: TargetReader
+    probe_actions: bool = False
 
 
 async def _check_backend(probe: Probe, report: Report) -> None:
@@ -106,8 +119,41 @@ async def _check_backend(probe: Probe, report: Report) -> None:
     for name, tool in config.tools.items():
         if isinstance(tool, PreviewTool):
             await _check_preview(probe, name, tool, sample, report)
-        elif isinstance(tool, WriteTool):
-            report.notes.append(f"tools.{name} would call {tool.call.action!r} (writes are never called by check)")
+    await _check_write_actions(probe, god, report)
+
+
+async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
+    """Every write action's name, verified without calling it (see the module docstring)."""
+    writes = {name: tool.call.action for name, tool in probe.config.tools.items() if isinstance(tool, WriteTool)}
+    if not writes:
+        return
+    argument = probe.config.backend.action_argument
+    listed = actions.enumerated(god.input_schema, argument)
+    source = f"the enum of {probe.config.backend.tool}.{argument}"
+    if listed is None and probe.probe_actions:
+        refusal = await _refusal_of_an_impossible_action(probe)
+        if refusal is not None:
+            listed, source = actions.named_in(refusal, writes.values()), "its refusal of an action that cannot exist"
+    for name, action in writes.items():
+        key = f"tools.{name}.call.action"
+        if listed is None:
+            hint = "" if probe.probe_actions else "; pass --probe-actions to ask the backend"
+            report.warnings.append(f"{key}: {action!r} is unverified (the god-tool does not list its actions){hint}")
+        elif action in listed:
+            report.notes.append(f"tools.{name} would call {action!r}, listed in {source} (never called by check)")
+        elif source.startswith("its refusal"):
+            report.warnings.append(f"{key}: {action!r} is unverified: {source} does not name it")
+        else:
+            report.problem(key, f"{action!r} is not one of the god-tool's actions {sorted(listed)}")
+
+
+async def _refusal_of_an_impossible_action(probe: Probe) -> str | None:
+    """The god-tool's refusal of an action that cannot exist, or None if it did not refuse."""
+    try:
+        reply = await probe.backend.read(actions.IMPOSSIBLE, {})
+    except BackendUnavailable:
+        return None
+    return reply.text if reply.is_error else None
 
 
 async def _check_read(probe: Probe, name: str, tool: ReadTool, report: Report) -> dict[str, Any] | None:

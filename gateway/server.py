@@ -18,7 +18,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from gateway.catalog import PublishedTool, refuse_oversized
+from gateway.catalog import PublishedTool, named_version, refuse_oversized
 from gateway.config import ReadTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
@@ -137,15 +137,17 @@ async def _call(
     caller = current_caller(gw.config.gateway.stdio_caller)
     config = published.config
     if isinstance(config, WriteTool):
-        call = WriteCall(gw, published.name, config, gw.config.preview_of(config), caller)
+        plans = gw.config.preview_of(config)
+        call = WriteCall(gw, published.name, config, plans, caller)
         outcome = await run_write(call, ctx, params, lambda: _admitted(gw, published, params))
         if isinstance(outcome, types.InputRequiredResult):
             return outcome
-        return _written(published, outcome)
+        return _written(published, named_version(outcome, plans.target.version_output))
     args = await _admitted(gw, published, params)
     if isinstance(config, ReadTool):
         return _success(published, await list_page(gw, published.name, config, args))
-    return _success(published, await preview(gw, published.name, config, args, caller))
+    body = await preview(gw, published.name, config, args, caller)
+    return _success(published, named_version(body, config.target.version_output))
 
 
 async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:

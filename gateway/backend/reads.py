@@ -120,8 +120,8 @@ class TargetReader:
         if name not in self._lookups:
             assert lookup.call is not None
             call = lookup.call
-            table = _data(call, await self._read(call, {}))
-            if not isinstance(table, dict):
+            table = lookup.table_of(_data(call, await self._read(call, {})))
+            if table is None:
                 raise _malformed(call.action)
             self._lookups[name] = table
         return self._lookups[name]

@@ -41,16 +41,38 @@ class Call(Model):
 
 
 class Lookup(Model):
-    """A table of values: inline, or read once from a backend action (a JSON object at ``path``)."""
+    """A table of values: inline, or read once from a backend action. The action's data at ``call.path`` is a
+    JSON object (name -> value), or, with ``key`` and ``value`` paths, a list of objects
+    (``[{"id": "blank", "rows": 0}, ...]`` with ``key = "id"``, ``value = "rows"``)."""
 
     call: Call | None = None
     values: dict[str, Any] | None = None
+    key: str | None = None
+    value: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Lookup:
         if (self.call is None) == (self.values is None):
             raise ValueError("a lookup needs exactly one of 'call' or 'values'")
+        if (self.key is None) != (self.value is None):
+            raise ValueError("a lookup read from a list needs both 'key' and 'value' (paths into each item)")
+        if self.key is not None and self.call is None:
+            raise ValueError("'key' and 'value' read a list from 'call'; inline 'values' are a table already")
         return self
+
+    def table_of(self, data: Any) -> dict[str, Any] | None:
+        """The table in an action's data, or None when the data does not have the configured shape."""
+        if self.key is None or self.value is None:
+            return data if isinstance(data, dict) else None
+        if not isinstance(data, list):
+            return None
+        table: dict[str, Any] = {}
+        for item in data:
+            key, value = at_path(item, self.key), at_path(item, self.value)
+            if not isinstance(key, str | int) or isinstance(key, bool) or value is MISSING or str(key) in table:
+                return None
+            table[str(key)] = value
+        return table
 
 
 class OutputField(Model):
@@ -94,6 +116,7 @@ class Target(Model):
     get: Call
     version_field: str = "version"
     version_schema: dict[str, Any] = {"type": "integer"}
+    version_output: str = Field("version", pattern="^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     not_found_text: str = "not found"
     protected_field: str | None = None
     protected_ids: list[str] = []
@@ -172,6 +195,9 @@ class PreviewTool(ToolAccess):
         overlap = set(self.inputs) & set(self.summary)
         if overlap:
             raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
+        version = self.target.version_output
+        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed"}:
+            raise ValueError(f"target.version_output {version!r} is already a field of the output")
         unknown = names_in(self.message) - self.template_names()
         if unknown:
             raise ValueError(

@@ -139,3 +139,39 @@ FLAGS = Profile(
 )
 
 PROFILES = [TENANTS, FLAGS]
+
+TEMPLATE_ROWS = {"blank": 0, "sample": 40}
+DATABASES = Profile(
+    name="manage_db",
+    config=ROOT / "tests" / "db_backend" / "gateway.toml",
+    backend_module="tests.db_backend",
+    seed_demo=("--seed-demo",),
+    seed_many=lambda n: ("--seed-demo",),
+    list_tool="list_databases",
+    preview_tool="preview_database_restore",
+    write_tool="restore_database",
+    items_key="databases",
+    id_field="name",
+    target_arg="database",
+    choice_arg="template",
+    choices=("blank", "sample"),
+    main="orders",
+    other="analytics",
+    spare="scratch",
+    protected="ledger",
+    absent="nowhere",
+    snapshot=lambda db, d: (
+        _query(db, "SELECT generation FROM databases WHERE name = ?", d),
+        _query(db, "SELECT rows FROM databases WHERE name = ?", d),
+    ),
+    version=lambda db, d: int(_query(db, "SELECT generation FROM databases WHERE name = ?", d)),
+    bump=lambda db, d: _execute(db, "UPDATE databases SET generation = generation + 1 WHERE name = ?", d),
+    set_protected=lambda db, d, on: _execute(db, "UPDATE databases SET frozen = ? WHERE name = ?", int(on), d),
+    applied=lambda db, d, choice: _query(db, "SELECT rows FROM databases WHERE name = ?", d) == TEMPLATE_ROWS[choice],
+    message=lambda plan: (
+        f"Replace the {plan['rowsDeleted']} rows of database {plan['database']} with template {plan['template']} "
+        f"({plan['rowsInserted']} rows)?"
+    ),
+    noun="database",
+)
+"""A third shape (a low-level SDK server), outside PROFILES: its own tests cover what it adds."""
