@@ -1,10 +1,10 @@
 """What a god-tool says about its own actions, read without calling any of them (for ``check`` and ``inspect``).
 
-    enumerated   the actions its input schema lists for the action argument (an ``enum``, or ``const``
-                 alternatives), or None when the schema leaves the argument free
-    named_in     which of some action names a refusal's text names (many servers answer an unknown action
-                 with "Valid actions: list, get, reseed")
-    IMPOSSIBLE   the action name a probe sends: no real server has it, so its answer can only be a refusal
+enumerated   the actions its input schema lists for the action argument (an ``enum``, or ``const``
+             alternatives), or None when the schema leaves the argument free
+named_in     which of some action names a refusal's text names (many servers answer an unknown action
+             with "Valid actions: list, get, reseed")
+IMPOSSIBLE   the action name a probe sends: no real server has it, so its answer can only be a refusal
 """
 
 from __future__ import annotations

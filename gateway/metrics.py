@@ -2,14 +2,18 @@
 
 gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, or an error code
 gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
-gateway_backend_call_seconds{action, result}    result: ok, error (isError), lost, unavailable
+gateway_backend_call_seconds{action, result, backend}   result: ok, error (isError), lost, unavailable;
+                                                 action: a god-tool action or a pass-through tool's name
+gateway_backend_connected{backend}              1 while a live connection to that backend is held
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -27,9 +31,15 @@ class Metrics:
         )
         self.backend_seconds = Histogram(
             "gateway_backend_call_seconds",
-            "Time of each god-tool call.",
-            ["action", "result"],
+            "Time of each backend call.",
+            ["action", "result", "backend"],
             buckets=FAST,
+            registry=self.registry,
+        )
+        self.backend_connected = Gauge(
+            "gateway_backend_connected",
+            "Whether a live connection to the backend is held.",
+            ["backend"],
             registry=self.registry,
         )
         self.answers = Counter(
@@ -43,9 +53,17 @@ class Metrics:
             registry=self.registry,
         )
 
-    def observe_backend(self, action: str, result: str, seconds: float) -> None:
-        """One god-tool call's duration and how it ended."""
-        self.backend_seconds.labels(action, result).observe(seconds)
+    def backend_observer(self, backend: str) -> Callable[[str, str, float], None]:
+        """What one backend's client reports each call's duration and ending to."""
+
+        def observe(action: str, result: str, seconds: float) -> None:
+            self.backend_seconds.labels(action, result, backend).observe(seconds)
+
+        return observe
+
+    def track_connection(self, backend: str, connected: Callable[[], bool]) -> None:
+        """Report a backend's connection state, read at each scrape."""
+        self.backend_connected.labels(backend).set_function(lambda: 1.0 if connected() else 0.0)
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,16 @@ from gateway.backend import Backend, BackendUnavailable, OutcomeLost
 from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
 from gateway.catalog import PublishedTool
-from gateway.config import GatewayConfig, PreviewTool, ReadTool, WriteTool
+from gateway.config import (
+    BackendSection,
+    GatewayConfig,
+    Lookup,
+    PassthroughTool,
+    PreviewTool,
+    ReadTool,
+    ToolConfig,
+    WriteTool,
+)
 from gateway.errors import Code, ToolError
 from gateway.runtime import load_catalog
 from gateway.templates import MISSING, at_path
@@ -51,19 +61,27 @@ async def check(
 ) -> int:
     """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed)."""
     report = Report()
-    async with McpBackend(config.backend) as backend:
-        probe = Probe(config, backend, TargetReader(backend), probe_actions)
-        try:
-            with anyio.fail_after(config.backend.connect_timeout_seconds + 3 * config.backend.call_timeout_seconds):
-                await _check_backend(probe, report)
-        except (BackendUnavailable, OutcomeLost, TimeoutError):
-            report.problem("backend", "the backend cannot be reached; check command/args or url")
-        catalog = None
-        if not report.problems:
+    catalog = None
+    async with AsyncExitStack() as stack:
+        backends: dict[str, Backend] = {}
+        for name, section in config.backend_sections().items():
+            backends[name] = await stack.enter_async_context(McpBackend(section))
+        readers = {name: TargetReader(backend) for name, backend in backends.items()}
+        for name, section in config.backend_sections().items():
+            probe = Probe(config, name, section, backends[name], readers[name], probe_actions)
             try:
-                catalog = await load_catalog(config, probe.reader)
-            except ToolError as err:
-                report.problem("lookups", err.message)
+                with anyio.fail_after(section.connect_timeout_seconds + 3 * section.call_timeout_seconds):
+                    await _check_backend(probe, report)
+            except (BackendUnavailable, OutcomeLost, TimeoutError):
+                report.problem(probe.key, "the backend cannot be reached; check command/args or url")
+        if not report.problems:
+            loaded = await load_catalog(config, readers, backends)
+            for misfit in loaded.misfits.values():
+                report.problem(misfit.key, misfit.sentence)
+            for name, err in loaded.unavailable.items():
+                if name not in loaded.misfits:
+                    report.problem(f"tools.{name}", err.message)
+            catalog = loaded.tools
     for note in report.notes:
         out(f"ok    {note}")
     for warning in report.warnings:
@@ -72,7 +90,7 @@ async def check(
         out(f"FAIL  {problem}")
     if catalog is not None:
         out("")
-        out(tool_table(catalog))
+        out(tool_table(catalog, config))
         if schemas:
             for tool in catalog.values():
                 out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
@@ -82,41 +100,59 @@ async def check(
 
 @dataclass(frozen=True)
 class Probe:
-    """What a check reads through: the config and the backend's reads (no store, no keys)."""
+    """What a check of one backend reads through: the config and that backend's reads (no store, no keys)."""
 
     config: GatewayConfig
+    name: str
+    section: BackendSection
     backend: Backend
     reader: TargetReader
     probe_actions: bool = False
 
+    @property
+    def key(self) -> str:
+        """The backend's table in the config: ``backend`` or ``backends.NAME``."""
+        return "backend" if self.config.backend is self.section else f"backends.{self.name}"
+
+    def tools(self) -> dict[str, ToolConfig]:
+        """The configured tools this backend serves."""
+        return {name: tool for name, tool in self.config.tools.items() if self.config.backend_of(name) == self.name}
+
+    def lookups(self) -> dict[str, Lookup]:
+        """The lookups read from this backend."""
+        config = self.config
+        return {name: lookup for name, lookup in config.lookups.items() if config.lookup_backend(name) == self.name}
+
 
 async def _check_backend(probe: Probe, report: Report) -> None:
-    config = probe.config
+    section, key = probe.section, probe.key
     tools = {tool.name: tool for tool in await probe.backend.list_tools()}
-    god = tools.get(config.backend.tool)
-    if god is None:
-        report.problem("backend.tool", f"the backend has no tool {config.backend.tool!r}; it has {sorted(tools)}")
+    mapped = probe.tools()
+    if all(isinstance(tool, PassthroughTool) for tool in mapped.values()) and not probe.lookups():
+        report.notes.append(f"{key} publishes {len(tools)} tools; only pass-through tools use it")
         return
-    report.notes.append(f"backend publishes {config.backend.tool}")
+    god = tools.get(section.tool)
+    if god is None:
+        report.problem(f"{key}.tool", f"the backend has no tool {section.tool!r}; it has {sorted(tools)}")
+        return
+    report.notes.append(f"{key} publishes {section.tool}")
     properties = god.input_schema.get("properties", {})
-    for key in ("action_argument", "payload_argument"):
-        name = getattr(config.backend, key)
+    for argument in ("action_argument", "payload_argument"):
+        name = getattr(section, argument)
         if properties and name not in properties:
-            report.problem(
-                f"backend.{key}", f"{config.backend.tool} has no argument {name!r}; it has {sorted(properties)}"
-            )
+            report.problem(f"{key}.{argument}", f"{section.tool} has no argument {name!r}; it has {sorted(properties)}")
     sample: dict[str, Any] | None = None
-    for name, tool in config.tools.items():
+    for name, tool in mapped.items():
         if isinstance(tool, ReadTool):
             sample = await _check_read(probe, name, tool, report) or sample
-    for name, lookup in config.lookups.items():
+    for name, lookup in probe.lookups().items():
         try:
             table = await probe.reader.lookup(name, lookup)
             report.notes.append(f"lookups.{name} has {len(table)} entries")
         except ToolError as err:
             action = lookup.call.action if lookup.call is not None else ""
             report.problem(f"lookups.{name}.call", await _backend_says(probe, err, action, {}))
-    for name, tool in config.tools.items():
+    for name, tool in mapped.items():
         if isinstance(tool, PreviewTool):
             await _check_preview(probe, name, tool, sample, report)
     await _check_write_actions(probe, god, report)
@@ -124,12 +160,12 @@ async def _check_backend(probe: Probe, report: Report) -> None:
 
 async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
     """Every write action's name, verified without calling it (see the module docstring)."""
-    writes = {name: tool.call.action for name, tool in probe.config.tools.items() if isinstance(tool, WriteTool)}
+    writes = {name: tool.call.action for name, tool in probe.tools().items() if isinstance(tool, WriteTool)}
     if not writes:
         return
-    argument = probe.config.backend.action_argument
+    argument = probe.section.action_argument
     listed = actions.enumerated(god.input_schema, argument)
-    source = f"the enum of {probe.config.backend.tool}.{argument}"
+    source = f"the enum of {probe.section.tool}.{argument}"
     if listed is None and probe.probe_actions:
         refusal = await _refusal_of_an_impossible_action(probe)
         if refusal is not None:
@@ -215,23 +251,29 @@ async def _check_preview(
         report.problem(f"tools.{name}.target.protected_field", f"the {target.noun} has no {target.protected_field!r}")
 
 
-def tool_table(catalog: dict[str, PublishedTool]) -> str:
-    """The published tools with their kind, hints and backend action, one line each."""
-    rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action")]
+def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
+    """The published tools with their kind, hints, backend action (or the backend's own tool) and backend."""
+    rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action", "backend")]
     for tool in catalog.values():
         hints = tool.tool.annotations
         assert hints is not None
-        config = tool.config
-        action = config.target.get.action if isinstance(config, PreviewTool) else config.call.action
+        tool_config = tool.config
+        if isinstance(tool_config, PassthroughTool):
+            action = f"tool {tool_config.source_name(tool.name)}"
+        elif isinstance(tool_config, PreviewTool):
+            action = tool_config.target.get.action
+        else:
+            action = tool_config.call.action
         rows.append(
             (
                 tool.name,
-                config.kind,
+                tool_config.kind,
                 str(hints.read_only_hint).lower(),
                 str(hints.destructive_hint).lower(),
                 str(hints.idempotent_hint).lower(),
                 str(hints.open_world_hint).lower(),
                 action,
+                config.backend_of(tool.name),
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]

@@ -2,18 +2,24 @@
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
 ``tools.reset_tenant.confirm: Input should be 'boolean' or 'typed'``. The models live in ``sections`` (the
-gateway, identity, HTTP, backend) and ``mapping`` (which backend call backs which tool); this module joins them
-into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
+gateway, identity, HTTP, backends), ``mapping`` (which backend call backs which tool) and ``passthrough`` (a
+backend's own tools, published on purpose); this module joins them into ``GatewayConfig``, checks the references
+between them, and reads and writes TOML.
+
+Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
+table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
+tool is served by its preview's backend.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from gateway.config.mapping import (
     Call,
@@ -25,9 +31,9 @@ from gateway.config.mapping import (
     SummaryField,
     Target,
     ToolAccess,
-    ToolConfig,
     WriteTool,
 )
+from gateway.config.passthrough import SPEC_DEFAULTS, Hints, PassthroughTool
 from gateway.config.sections import (
     AuthSection,
     BackendSection,
@@ -46,12 +52,14 @@ from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "SPEC_DEFAULTS",
     "AuthSection",
     "BackendSection",
     "Call",
     "ConfigError",
     "GatewayConfig",
     "GatewaySection",
+    "Hints",
     "HttpSection",
     "InputField",
     "IntrospectionVerifier",
@@ -60,6 +68,7 @@ __all__ = [
     "LoggingSection",
     "Lookup",
     "OutputField",
+    "PassthroughTool",
     "PreviewTool",
     "RateLimit",
     "RateLimits",
@@ -83,6 +92,11 @@ class ConfigError(Exception):
 
 
 DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write": ["tenants:reset"]}
+DEFAULT_BACKEND = "default"
+"""The name of the backend a single ``[backend]`` table configures."""
+BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
 
 
 class GatewayConfig(Model):
@@ -92,7 +106,8 @@ class GatewayConfig(Model):
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
     rate_limits: RateLimits = RateLimits()
-    backend: BackendSection
+    backend: BackendSection | None = None
+    backends: dict[str, BackendSection] = {}
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]
 
@@ -125,9 +140,56 @@ class GatewayConfig(Model):
                     raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
         return self
 
+    @model_validator(mode="after")
+    def _backends_resolve(self) -> GatewayConfig:
+        if self.backend is None and not self.backends:
+            raise ValueError("backend: required key is missing (a [backend] table, or [backends.NAME] tables)")
+        if self.backend is not None and DEFAULT_BACKEND in self.backends:
+            raise ValueError(f"backends.{DEFAULT_BACKEND}: that name belongs to the [backend] table; rename it")
+        for name in self.backends:
+            if not BACKEND_NAME.match(name):
+                raise ValueError(f"backends.{name}: a backend name is 1-32 letters, digits, '_' or '-'")
+        names = self.backend_sections()
+        several = f"required when several backends are configured ({', '.join(names)})"
+        for kind, entries in (("tools", self.tools), ("lookups", self.lookups)):
+            for name, entry in entries.items():
+                if entry.backend is not None and entry.backend not in names:
+                    raise ValueError(f"{kind}.{name}.backend: no backend named {entry.backend!r}")
+                if entry.backend is None and len(names) > 1 and not isinstance(entry, WriteTool):
+                    raise ValueError(f"{kind}.{name}.backend: {several}")
+        for name, tool in self.tools.items():
+            if (
+                isinstance(tool, WriteTool)
+                and tool.backend is not None
+                and tool.backend != self.backend_of(tool.preview)
+            ):
+                raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
+        return self
+
+    def backend_sections(self) -> dict[str, BackendSection]:
+        """Every backend by name: ``[backend]`` as ``default``, then each ``[backends.NAME]``."""
+        single = {DEFAULT_BACKEND: self.backend} if self.backend is not None else {}
+        return {**single, **self.backends}
+
+    def backend_of(self, tool: str) -> str:
+        """The name of the backend that serves a tool (a write tool: its preview's)."""
+        config = self.tools[tool]
+        if isinstance(config, WriteTool) and config.backend is None:
+            return self.backend_of(config.preview)
+        return config.backend or next(iter(self.backend_sections()))
+
+    def lookup_backend(self, lookup: str) -> str:
+        """The name of the backend a lookup is read from."""
+        return self.lookups[lookup].backend or next(iter(self.backend_sections()))
+
     def write_tools(self) -> list[str]:
-        """The names of the destructive tools."""
-        return [name for name, tool in self.tools.items() if isinstance(tool, WriteTool)]
+        """The tools that ask the user before they write: planned writes, and pass-through tools that are not
+        read-only."""
+        return [
+            name
+            for name, tool in self.tools.items()
+            if isinstance(tool, WriteTool) or (isinstance(tool, PassthroughTool) and tool.writes)
+        ]
 
     def write_tool_for(self, preview: str) -> str:
         """The write tool whose plans the named preview issues."""
@@ -139,7 +201,11 @@ class GatewayConfig(Model):
     def scopes_of(self, name: str) -> list[str]:
         """The scopes a caller needs for a tool (its own, or the default for its kind)."""
         tool = self.tools[name]
-        return tool.scopes if tool.scopes is not None else DEFAULT_SCOPES[tool.kind]
+        if tool.scopes is not None:
+            return tool.scopes
+        if isinstance(tool, PassthroughTool):
+            return DEFAULT_SCOPES["write" if tool.writes else "read"]
+        return DEFAULT_SCOPES[tool.kind]
 
     def preview_of(self, write: WriteTool) -> PreviewTool:
         """The preview tool that issues a write tool's plans."""
@@ -179,7 +245,7 @@ def parse_config(data: dict[str, Any], source: str = "config") -> GatewayConfig:
 
 def to_toml(data: dict[str, Any]) -> str:
     """Config data (as ``model_dump(by_alias=True)`` gives it) back to TOML, for tools and tests that write
-    configs: one table per section (tools and lookups one per entry), values inline. TOML has no null, so a
+    configs: one table per section (tools, lookups and backends one per entry), values inline. TOML has no null, so a
     None is left out and that key takes its default."""
 
     def value(item: Any) -> str:
@@ -196,7 +262,7 @@ def to_toml(data: dict[str, Any]) -> str:
 
     lines: list[str] = []
     for name, section in data.items():
-        entries = section.items() if name in {"tools", "lookups"} else [(None, section)]
+        entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
         for entry, body in entries:
             lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
             lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in body.items() if item is not None)
@@ -204,4 +270,4 @@ def to_toml(data: dict[str, Any]) -> str:
 
 
 def _is_union_tag(part: object) -> bool:
-    return part in {"read", "preview", "write"}
+    return part in {"read", "preview", "write", "passthrough"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -49,6 +49,7 @@ class Lookup(Model):
     values: dict[str, Any] | None = None
     key: str | None = None
     value: str | None = None
+    backend: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Lookup:
@@ -83,8 +84,9 @@ class OutputField(Model):
 
 
 class ToolAccess(Model):
-    """Who may see and call a tool, and how often: scopes, visibility, and a per-caller rate limit."""
+    """Which backend serves a tool, who may see and call it, and how often: scopes, visibility, a rate limit."""
 
+    backend: str | None = None
     scopes: list[str] | None = None
     hidden_when_unauthorized: bool = True
     rate_limit: RateLimit | None = None
@@ -228,6 +230,3 @@ class WriteTool(ToolAccess):
     confirm: Literal["boolean", "typed"] = "boolean"
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
-
-
-ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]

@@ -21,7 +21,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
     target = config.target
     target_id = args[config.target_input]
-    state = await gw.reader.get(target, target_id)
+    state = await gw.reader_for(name).get(target, target_id)
     if target.is_protected(target_id, state):
         raise ToolError(
             Code.TARGET_PROTECTED,
@@ -34,7 +34,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
             value = at_path(state, field.target)
         else:
             assert field.lookup is not None and field.key is not None
-            table = await gw.reader.lookup(field.lookup, gw.config.lookups[field.lookup])
+            table = await gw.lookup(field.lookup)
             value = table.get(str(args.get(field.key)), MISSING)
         if value is MISSING:
             raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field_name}. Nothing was changed.")

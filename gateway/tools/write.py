@@ -4,6 +4,10 @@
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
     _write      8 lock, claim, re-check -> 9 backend call -> settle (audit first, then the key)
 
+``run_decision`` (admit, decide, audit once) and ``record_outcome`` (audit, then settle the key) are shared with
+the other tools that write: a confirmed pass-through tool (gateway.tools.passthrough) brings its own ``decide``
+and an ``AuditedCall`` of its own.
+
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
 """
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -52,16 +56,14 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class WriteCall:
-    """One call of a write tool: who, which tool, and the audit entry its decision will leave."""
+class AuditedCall:
+    """One call of a tool that writes: who, which tool, and the audit entry its decision will leave."""
 
     gw: Gateway
     name: str
-    config: WriteTool
-    preview: PreviewTool
     caller: str
     entry: AuditEntry = field(init=False)
-    audited: bool = False
+    audited: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
@@ -79,16 +81,28 @@ class WriteCall:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
         await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code))
 
+
+@dataclass
+class WriteCall(AuditedCall):
+    """One call of a planned write tool, with the preview that issued its plan."""
+
+    config: WriteTool = field(kw_only=True)
+    preview: PreviewTool = field(kw_only=True)
+
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
-        return await self.gw.reader.find(self.preview.target, target_id)
+        return await self.gw.reader_for(self.name).find(self.preview.target, target_id)
 
     async def require_unchanged(self, plan: Plan) -> None:
         """Read the target and refuse if it moved on or became protected."""
         target = self.preview.target
-        state = await self.gw.reader.get(target, plan.target)
+        state = await self.gw.reader_for(self.name).get(target, plan.target)
         protected = target.is_protected(plan.target, state)
         require_unchanged(plan, target.version_in(state), protected, self.config.preview, target.noun)
+
+
+Answer = dict[str, Any] | types.InputRequiredResult
+C = TypeVar("C", bound=AuditedCall)
 
 
 async def run_write(
@@ -96,14 +110,28 @@ async def run_write(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
     admit: Callable[[], Awaitable[dict[str, Any]]],
-) -> dict[str, Any] | types.InputRequiredResult:
+) -> Answer:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
+    return await run_decision(call, ctx, params, admit, _decide)
+
+
+async def run_decision(
+    call: C,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    admit: Callable[[], Awaitable[dict[str, Any]]],
+    decide: Callable[
+        [C, ServerRequestContext[Any, Any], types.CallToolRequestParams, dict[str, Any]], Awaitable[Answer]
+    ],
+) -> Answer:
+    """Admit the call, let ``decide`` run it, and leave exactly one audit entry for its decision (none for an
+    InputRequiredResult round). A refusal is audited with the code the caller sees."""
     raw = params.arguments or {}
     call.note(plan_id=_short_text(raw.get("planId")), idempotency_key=_short_text(raw.get("idempotencyKey")))
     try:
         try:
-            outcome = await _decide(call, ctx, params, await admit())
-        except StoreUnavailable:  # raised only before the backend call: settle's is handled in _record
+            outcome = await decide(call, ctx, params, await admit())
+        except StoreUnavailable:  # raised only before the backend call: settle's is handled in record_outcome
             raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
         await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
@@ -176,7 +204,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             reply: Reply | None
             try:
                 payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-                reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
+                reply = await gw.backend_for(call.name).call(write.call.action, payload, write.call.timeout_seconds)
             except BackendUnavailable:
                 await gw.store.release(record)
                 raise ToolError(
@@ -189,20 +217,20 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             current = await call.current(plan.target) if needs_reread(reply, write) else None
             reread_version = call.preview.target.version_in(current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, write, write.preview)
-            await _record(call, record, settlement)
+            if settlement.error() is None:
+                call.note(version_after=settlement.result["version"])
+            await record_outcome(call, record, settlement)
     error = settlement.error()
     if error is not None:
         raise error
     return {**settlement.result, "replayed": False}
 
 
-async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) -> None:
+async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:
     """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
     and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so no write that
     reached the backend goes unaudited. The key settles even if the audit raises."""
     error = settlement.error()
-    if error is None:
-        call.note(version_after=settlement.result["version"])
     try:
         outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
         await call.audit(outcome, None if error is None else error.wire_code)

@@ -38,12 +38,11 @@ class Clock:
 async def running_gateway(
     config: GatewayConfig, clock: Clock | None = None, *, backend_in_process: bool = False, opener: Opener | None = None
 ) -> AsyncIterator[Gateway]:
-    """A gateway over the config's backend, connected before it is yielded (so tests can read its database).
+    """A gateway over the config's backends, connected before it is yielded (so tests can read their databases).
 
-    ``backend_in_process`` runs the config's backend server in this process (the unit tier)."""
-    if backend_in_process:
-        opener = in_process(config)
-    async with open_gateway(config, clock=clock or Clock(), opener=opener) as gw:
+    ``backend_in_process`` runs the config's backend servers in this process (the unit tier)."""
+    openers = in_process(config) if backend_in_process else None
+    async with open_gateway(config, clock=clock or Clock(), opener=opener, openers=openers) as gw:
         with anyio.fail_after(60):
             await gw.catalog()
         yield gw

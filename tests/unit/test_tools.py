@@ -43,7 +43,7 @@ async def test_the_god_tool_is_not_listed_and_cannot_be_called(
     gw: Gateway, profile: Profile, era: str, db: Path
 ) -> None:
     before = profile.write_count(db)
-    god_tool = gw.config.backend.tool
+    god_tool = gw.config.backend_sections()[gw.config.backend_of(profile.write_tool)].tool
     async with connect(gw, era) as client:
         assert god_tool not in {tool.name for tool in (await client.list_tools()).tools}
         with pytest.raises(MCPError) as raised:
