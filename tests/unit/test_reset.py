@@ -1,4 +1,5 @@
-"""The write tool end to end in both protocol eras: confirm, replay, refuse, and never write twice."""
+"""The write tool end to end in both protocol eras: confirm, replay, refuse, and never write twice; through the
+profile's own gateway and through one gateway over both profiles' backends."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ from tests.support.profiles import Profile
 
 pytestmark = pytest.mark.anyio
 YES = types.ElicitResult(action="accept", content={"confirm": True})
+
+
+@pytest.fixture(scope="module", params=["alone", "together"])
+def wrapping(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 async def audit_of(gw: Gateway, key: str) -> list[Any]:
