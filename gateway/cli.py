@@ -1,8 +1,9 @@
-"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit.
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit,
+inspect a server and draft its config.
 
 Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
-``check``, ``audit`` and ``call`` never do. Each subcommand imports what it needs when it runs, so ``--help``
-stays quick.
+``check``, ``audit``, ``call`` and ``inspect`` never do. Each subcommand imports what it needs when it runs,
+so ``--help`` stays quick.
 """
 
 from __future__ import annotations
@@ -71,7 +72,30 @@ def main(argv: list[str] | None = None) -> int:
     verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
     for sub in (listing, verify):
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    inspecting = commands.add_parser(
+        "inspect", help="read any MCP server's tools (initialize and tools/list only), report, and draft a config"
+    )
+    where = inspecting.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--command", dest="server_command", help='a stdio server\'s command line, e.g. "python -m my_server --stdio"'
+    )
+    where.add_argument("--url", help="a streamable-HTTP server's MCP endpoint")
+    inspecting.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="for this connection only"
+    )
+    inspecting.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="NAME=ENV_VAR",
+        help="a header whose value is in an environment variable (the draft keeps the variable's name)",
+    )
+    inspecting.add_argument("--draft", metavar="FILE", help="write a draft config with TODOs to FILE")
+    inspecting.add_argument("--json", action="store_true", help="print the findings as JSON")
+    inspecting.add_argument("--timeout", type=float, default=60.0, help="seconds to connect and read (default 60)")
     args = parser.parse_args(argv)
+    if args.command == "inspect":
+        return run_inspect(args)
     if args.command == "call":
         from gateway import terminal
 
@@ -128,6 +152,33 @@ async def run_check(config: GatewayConfig, schemas: bool, probe_actions: bool = 
     from gateway.preflight import check
 
     return await check(config, print, schemas=schemas, probe_actions=probe_actions)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """The ``inspect`` subcommand."""
+    import shlex
+    from pathlib import Path
+
+    from gateway.inspect.probe import Server, inspect
+
+    logs.configure("error", "text")
+    try:
+        headers = dict(_pair(text, ":") for text in args.header)
+        from_env = dict(_pair(text, "=") for text in args.header_env)
+        command = shlex.split(args.server_command) if args.server_command else []
+    except ValueError as exc:
+        print(f"mcp-safety-gateway inspect: {exc}", file=sys.stderr)
+        return 2
+    server = Server(command=command, url=args.url, headers=headers, headers_from_env=from_env)
+    draft_to = Path(args.draft) if args.draft else None
+    return inspect(server, print, draft_to=draft_to, as_json=args.json, seconds=args.timeout)
+
+
+def _pair(text: str, separator: str) -> tuple[str, str]:
+    name, found, value = text.partition(separator)
+    if not found or not name.strip():
+        raise ValueError(f"{text!r} is not NAME{separator}VALUE")
+    return name.strip(), value.strip()
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:

@@ -4,5 +4,6 @@
 are JSON under ``"result"``; a database's version is ``generation`` and its protection flag ``frozen``; a
 missing one is an "unknown database"; the restore templates come as a list of objects
 (``[{"id": "blank", "rows": 0}, ...]``). Beside it sit ordinary tools: ``server_status`` (fully annotated, with
-an ``outputSchema``) and ``vacuum_database`` (no annotations at all), as real servers have them.
+an ``outputSchema``) and ``vacuum_database`` (no annotations at all), as real servers have them. Every
+``tools/list`` and ``tools/call`` is logged in its ``requests`` table.
 """

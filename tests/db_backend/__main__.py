@@ -18,6 +18,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS databases (name TEXT PRIMARY KEY, rows INTEGER NOT NULL,"
     " generation INTEGER NOT NULL, frozen INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS write_log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT, op TEXT, db TEXT)",
+    "CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, method TEXT)",
 )
 DEMO = [("orders", 1200, 7, 0), ("analytics", 50, 2, 0), ("scratch", 3, 1, 0), ("ledger", 99000, 41, 1)]
 TEMPLATES = [{"id": "blank", "rows": 0}, {"id": "sample", "rows": 40}, {"id": "full", "rows": 900}]
@@ -78,6 +79,10 @@ class Databases:
             raise LookupError(f"unknown database {name!r}")
         return _db(row)
 
+    def heard(self, method: str) -> None:
+        """Log a request, so tests can tell what a client asked of this server."""
+        self.db.execute("INSERT INTO requests (method) VALUES (?)", (method,))
+
     def write(self, op: str, name: str, sql: str, *params: Any) -> None:
         self.get(name)
         self.db.execute("BEGIN IMMEDIATE")
@@ -123,12 +128,14 @@ def build(dbs: Databases) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        dbs.heard("tools/list")
         return types.ListToolsResult(tools=[GOD_TOOL, STATUS, VACUUM])
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         args = params.arguments or {}
+        dbs.heard(f"tools/call {params.name}")
         try:
             if params.name == "manage_db":
                 return manage_db(args.get("command"), args.get("params") or {})
