@@ -130,21 +130,13 @@ class McpBackend:
     async def list_tools(self) -> list[types.Tool]:
         """The backend's own tools, every page (BackendUnavailable when they cannot be read)."""
         client = await self._connection()
-        tools: list[types.Tool] = []
-        cursor: str | None = None
         try:
-            for _ in range(MAX_TOOL_PAGES):
-                page = await client.list_tools(cursor=cursor)
-                tools += page.tools
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
+            return await all_tools(client)
         except Exception as exc:
             log.warning("backend tools/list lost: %s", type(exc).__name__)
             if self._client is client:
                 self._drop()
             raise BackendUnavailable("tools/list") from exc
-        return tools
 
     async def probe(self) -> bool:
         """Whether the backend can be reached now."""
@@ -201,6 +193,19 @@ class McpBackend:
         finally:
             if self._dropped is dropped:
                 self._client = None
+
+
+async def all_tools(client: Client) -> list[types.Tool]:
+    """Every page of a server's ``tools/list`` (at most MAX_TOOL_PAGES)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
 
 
 def opener_for(config: BackendSection) -> Opener:

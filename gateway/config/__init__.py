@@ -82,6 +82,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "to_toml",
+    "toml_value",
 ]
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent.parent / "config" / "gateway.toml"
@@ -250,26 +251,27 @@ def to_toml(data: dict[str, Any]) -> str:
     """Config data (as ``model_dump(by_alias=True)`` gives it) back to TOML, for tools and tests that write
     configs: one table per section (tools, lookups and backends one per entry), values inline. TOML has no null, so a
     None is left out and that key takes its default."""
-
-    def value(item: Any) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, int | float):
-            return repr(item)
-        if isinstance(item, str):
-            return json.dumps(item)
-        if isinstance(item, list):
-            return "[" + ", ".join(value(element) for element in item) + "]"
-        pairs = [f"{json.dumps(key)} = {value(element)}" for key, element in item.items() if element is not None]
-        return "{" + ", ".join(pairs) + "}"
-
     lines: list[str] = []
     for name, section in data.items():
         entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
         for entry, body in entries:
             lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
-            lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in body.items() if item is not None)
+            lines.extend(f"{json.dumps(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
     return "\n".join(lines) + "\n"
+
+
+def toml_value(item: Any) -> str:
+    """One value as inline TOML (a None inside a table is left out)."""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, int | float):
+        return repr(item)
+    if isinstance(item, str):
+        return json.dumps(item)
+    if isinstance(item, list):
+        return "[" + ", ".join(toml_value(element) for element in item) + "]"
+    pairs = [f"{json.dumps(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
+    return "{" + ", ".join(pairs) + "}"
 
 
 def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from gateway.config import toml_value
 from gateway.inspect.findings import GodTool, ToolFindings
 
 LIST_VERBS = {"list", "search", "find", "query", "browse", "export", "all"}
@@ -178,21 +179,9 @@ def _table(lines: list[str], path: str, body: dict[str, Any]) -> None:
         if isinstance(value, dict) and key in SUBTABLES:
             nested.append((key, value))
         elif value is not None:
-            lines.append(f"{_key(key)} = {_value(value)}")
+            lines.append(f"{_key(key)} = {toml_value(value)}")
     for key, value in nested:
         _table(lines, f"{path}.{_key(key)}", value)
-
-
-def _value(item: Any) -> str:
-    if isinstance(item, bool):
-        return "true" if item else "false"
-    if isinstance(item, int | float):
-        return repr(item)
-    if isinstance(item, str):
-        return json.dumps(item)
-    if isinstance(item, list):
-        return "[" + ", ".join(_value(element) for element in item) + "]"
-    return "{ " + ", ".join(f"{_key(key)} = {_value(value)}" for key, value in item.items()) + " }"
 
 
 def _key(key: str) -> str:

@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.backend.client import MAX_TOOL_PAGES, resolve_command
+from gateway.backend.client import all_tools, resolve_command
 from gateway.inspect.draft import draft, header, to_draft_toml
 from gateway.inspect.findings import ToolFindings, examine
 
@@ -59,23 +59,10 @@ class Server:
         return Client(stdio_client(params, errlog=sys.stderr), mode="legacy")
 
 
-async def tool_definitions(client: Client) -> list[types.Tool]:
-    """Every page of the server's ``tools/list``."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools += page.tools
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
-
-
 async def read_server(server: Server) -> tuple[types.Implementation | None, list[types.Tool]]:
     """The server's name and version (if it gave them) and its tool definitions."""
     async with server.connect() as client:
-        return client.server_info, await tool_definitions(client)
+        return client.server_info, await all_tools(client)
 
 
 def inspect(server: Server, out: Callable[[str], None], *, draft_to: Path | None, as_json: bool, seconds: float) -> int:

@@ -44,7 +44,7 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.backend import BackendUnavailable
 from gateway.catalog import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.errors import Code, ToolError
@@ -52,7 +52,7 @@ from gateway.records import KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import render
 from gateway.tools import confirm
-from gateway.tools.write import Answer, AuditedCall, record_outcome, run_decision
+from gateway.tools.write import Answer, AuditedCall, record_outcome, run_decision, send_claimed
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
@@ -195,18 +195,10 @@ async def _write(call: PassthroughCall, plan: Plan, record: KeyRecord) -> dict[s
                 return _finished(claim.existing, plan.plan_id)
             raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
         with anyio.CancelScope(shield=True):
-            backend = gw.backend_for(call.name)
-            reply: Reply | None
-            try:
-                reply = await backend.call_tool(config.source_name(call.name), plan.arguments, config.timeout_seconds)
-            except BackendUnavailable:
-                await gw.store.release(record)
-                raise ToolError(
-                    Code.BACKEND_UNAVAILABLE,
-                    "The backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-                ) from None
-            except OutcomeLost:
-                reply = LOST
+            backend, source = gw.backend_for(call.name), config.source_name(call.name)
+            reply = await send_claimed(
+                gw, record, lambda: backend.call_tool(source, plan.arguments, config.timeout_seconds)
+            )
             settlement = settle_call(call.published, reply)
             await record_outcome(call, record, settlement)
     error = settlement.error()

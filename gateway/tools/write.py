@@ -201,18 +201,11 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             except ToolError:
                 await gw.store.release(record)
                 raise
-            reply: Reply | None
-            try:
-                payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-                reply = await gw.backend_for(call.name).call(write.call.action, payload, write.call.timeout_seconds)
-            except BackendUnavailable:
-                await gw.store.release(record)
-                raise ToolError(
-                    Code.BACKEND_UNAVAILABLE,
-                    "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-                ) from None
-            except OutcomeLost:
-                reply = LOST
+            payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+            backend = gw.backend_for(call.name)
+            reply = await send_claimed(
+                gw, record, lambda: backend.call(write.call.action, payload, write.call.timeout_seconds)
+            )
             crash_point("after-backend-write")
             current = await call.current(plan.target) if needs_reread(reply, write) else None
             reread_version = call.preview.target.version_in(current) if current is not None else MISSING
@@ -224,6 +217,21 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
     if error is not None:
         raise error
     return {**settlement.result, "replayed": False}
+
+
+async def send_claimed(gw: Gateway, record: KeyRecord, send: Callable[[], Awaitable[Reply]]) -> Reply | None:
+    """Step 9's one backend call, once the key is claimed: its reply, or LOST when it was sent and no answer came.
+    A call that was never sent releases the claim and refuses with backend_unavailable (safe to retry)."""
+    try:
+        return await send()
+    except BackendUnavailable:
+        await gw.store.release(record)
+        raise ToolError(
+            Code.BACKEND_UNAVAILABLE,
+            "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
+        ) from None
+    except OutcomeLost:
+        return LOST
 
 
 async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,6 +68,16 @@ class Answers:
         return [prompt.message for prompt in self.prompts]
 
 
+NOT_A_YES = [
+    (Answers("decline"), "not_confirmed"),
+    (Answers("cancel"), "not_confirmed"),
+    (Answers("accept", {"confirm": False}), "not_confirmed"),
+    (None, "confirmation_unavailable"),
+]
+"""Every answer but a yes (and a client that cannot be asked), with the code each gets."""
+NOT_A_YES_IDS = ["decline", "cancel", "accept-without-yes", "no-capability"]
+
+
 async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     """A user who says yes to every prompt (load generators and soaks)."""
     return types.ElicitResult(action="accept", content=dict(YES))
@@ -91,6 +101,16 @@ def error_body(result: types.CallToolResult) -> dict[str, Any]:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return dict(json.loads(block.text))
+
+
+async def until_reachable(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
+    """Retry what backend_unavailable says is safe to retry, as a client would, while the gateway backs off."""
+    with anyio.fail_after(90):
+        while True:
+            result = await call()
+            if not result.is_error or error_code(result) != "backend_unavailable":
+                return result
+            await anyio.sleep(0.2)
 
 
 def new_key() -> str:

@@ -4,18 +4,15 @@ writes in both eras, then one backend stopped (the other's tools keep working), 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
-import mcp.types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.clients import ERAS, Answers, applied_body, error_code, new_key, preview
+from tests.support.clients import ERAS, Answers, applied_body, error_code, new_key, preview, until_reachable
 from tests.support.configs import together_data, write_toml
 from tests.support.processes import free_port, http_backend, serve
 from tests.support.profiles import FLAGS, TENANTS, Profile
@@ -27,16 +24,6 @@ def client(url: str, era: str, answers: Answers | None = None) -> Client:
     if era == "2025-11-25":
         return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
     return Client(url, elicitation_callback=answers)
-
-
-async def until_reachable(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
-    """Retry what backend_unavailable says is safe to retry, while the gateway backs off."""
-    with anyio.fail_after(90):
-        while True:
-            result = await call()
-            if not result.is_error or error_code(result) != "backend_unavailable":
-                return result
-            await anyio.sleep(0.2)
 
 
 async def planned_write(session: Client, profile: Profile, db: Path, target: str) -> None:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.types as types
 import pytest
 
 from gateway.backend.client import McpBackend
@@ -21,22 +19,13 @@ from tests.support.clients import (
     new_key,
     preview,
     running_gateway,
+    until_reachable,
 )
 from tests.support.configs import gateway_config
 from tests.support.processes import free_port, http_backend
 from tests.support.profiles import Profile
 
 pytestmark = pytest.mark.anyio
-
-
-async def until_reachable(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
-    """Retry what backend_unavailable says is safe to retry, as a client would, while the gateway backs off."""
-    with anyio.fail_after(60):
-        while True:
-            result = await call()
-            if not result.is_error or error_code(result) != "backend_unavailable":
-                return result
-            await anyio.sleep(0.2)
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
-from tests.support.clients import Answers, connect, error_body, error_code, new_key
+from tests.support.clients import NOT_A_YES, NOT_A_YES_IDS, Answers, connect, error_body, error_code, new_key
 from tests.support.configs import HINTS_READ
 from tests.support.profiles import FLAGS, Profile
 
@@ -147,16 +147,7 @@ async def test_a_key_reused_with_other_arguments_is_refused_before_any_prompt(gw
     assert FLAGS.write_count(db) == before and description(db, FLAGS.other) == "one"
 
 
-@pytest.mark.parametrize(
-    ("answers", "code"),
-    [
-        (Answers("decline"), "not_confirmed"),
-        (Answers("cancel"), "not_confirmed"),
-        (Answers("accept", {"confirm": False}), "not_confirmed"),
-        (None, "confirmation_unavailable"),
-    ],
-    ids=["decline", "cancel", "accept-without-yes", "no-capability"],
-)
+@pytest.mark.parametrize(("answers", "code"), NOT_A_YES, ids=NOT_A_YES_IDS)
 async def test_anything_but_a_yes_to_a_passthrough_write_changes_nothing(
     gw: Gateway, era: str, db: Path, answers: Answers | None, code: str
 ) -> None:

@@ -13,6 +13,8 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
 from tests.support.clients import (
+    NOT_A_YES,
+    NOT_A_YES_IDS,
     Answers,
     Clock,
     applied_body,
@@ -84,16 +86,7 @@ async def test_a_plan_the_target_has_moved_past_is_stale(gw: Gateway, profile: P
     assert answers.prompts == []
 
 
-@pytest.mark.parametrize(
-    ("answers", "code"),
-    [
-        (Answers("decline"), "not_confirmed"),
-        (Answers("cancel"), "not_confirmed"),
-        (Answers("accept", {"confirm": False}), "not_confirmed"),
-        (None, "confirmation_unavailable"),
-    ],
-    ids=["decline", "cancel", "accept-without-yes", "no-capability"],
-)
+@pytest.mark.parametrize(("answers", "code"), NOT_A_YES, ids=NOT_A_YES_IDS)
 async def test_anything_but_a_yes_changes_nothing(
     gw: Gateway, profile: Profile, era: str, db: Path, answers: Answers | None, code: str
 ) -> None:
