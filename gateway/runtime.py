@@ -69,11 +69,13 @@ class Gateway:
         """A lookup table, read from its own backend once and kept."""
         return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
 
-    async def catalog(self) -> dict[str, PublishedTool]:
-        """The published tools; the first call reads what their schemas need from the backends."""
+    async def catalog(self, *, retry: bool = True) -> dict[str, PublishedTool]:
+        """The published tools; the first call reads what their schemas need from the backends. Later, while some
+        tools are missing, a call with ``retry`` tries their backends again (``tools/list``, and a call of a
+        missing tool); other calls answer from the tools known, never waiting on a backend that is down."""
         known = self._catalog
-        if known is not None and (not known.unavailable or self._catalog_lock.locked()):
-            return known.tools  # complete, or a retry of the missing tools is running: answer with what is known
+        if known is not None and (not known.unavailable or not retry or self._catalog_lock.locked()):
+            return known.tools  # complete, or not asked to retry, or a retry is running: answer with what is known
         async with self._catalog_lock:
             if self._catalog is None or self._catalog.unavailable:
                 self._catalog = await load_catalog(self.config, self.readers, self.backends, self._listings)

@@ -99,11 +99,12 @@ async def _answer(
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Route a call; every refusal becomes a coded result, anything unexpected a generic -32603."""
     try:
-        catalog = await gw.catalog()
-        published = catalog.get(params.name)
         if params.name not in gw.config.tools or not is_visible(gw.config, params.name, current_scopes()):
             raise unknown_tool(params.name)
-        if published is None:  # configured, but its backend cannot be read right now
+        published = (await gw.catalog(retry=False)).get(params.name)
+        if published is None:  # not published yet: its backend could not be read so far; try it again
+            published = (await gw.catalog()).get(params.name)
+        if published is None:
             raise gw.unavailable(params.name) or unknown_tool(params.name)
         return await _call(gw, published, ctx, params)
     except ToolError as err:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,18 @@ class Server:
             return table
         return {"transport": "stdio", "command": self.command[0], "args": self.command[1:]}
 
+    @cached_property
+    def http(self) -> httpx2.AsyncClient | None:
+        """The HTTP client of a URL, with the headers (closed by read_server)."""
+        if self.url is None:
+            return None
+        from_env = {name: os.environ.get(var, "") for name, var in self.headers_from_env.items()}
+        return httpx2.AsyncClient(headers={**from_env, **self.headers})
+
     def connect(self) -> AbstractAsyncContextManager[Client]:
         """A client connection: ``initialize`` is its one request."""
-        if self.url is not None:
-            from_env = {name: os.environ.get(var, "") for name, var in self.headers_from_env.items()}
-            http = httpx2.AsyncClient(headers={**from_env, **self.headers})
-            return Client(streamable_http_client(self.url, http_client=http), mode="legacy")
+        if self.url is not None and self.http is not None:
+            return Client(streamable_http_client(self.url, http_client=self.http), mode="legacy")
         params = StdioServerParameters(
             command=resolve_command(self.command[0]), args=self.command[1:], env=get_default_environment()
         )
@@ -61,8 +68,12 @@ class Server:
 
 async def read_server(server: Server) -> tuple[types.Implementation | None, list[types.Tool]]:
     """The server's name and version (if it gave them) and its tool definitions."""
-    async with server.connect() as client:
-        return client.server_info, await all_tools(client)
+    try:
+        async with server.connect() as client:
+            return client.server_info, await all_tools(client)
+    finally:
+        if server.http is not None:
+            await server.http.aclose()
 
 
 def inspect(server: Server, out: Callable[[str], None], *, draft_to: Path | None, as_json: bool, seconds: float) -> int:

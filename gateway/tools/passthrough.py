@@ -159,7 +159,8 @@ async def _decide(
     gw, config = call.gw, call.config
     key = args[KEY]
     arguments = {name: value for name, value in args.items() if name != KEY}
-    target = str(arguments[config.target_argument]) if config.target_argument is not None else call.name
+    named = arguments.get(config.target_argument) if config.target_argument is not None else None
+    target = str(named) if named is not None else call.name
     plan_id = implied_plan_id(call.caller, call.name, key, arguments)
     call.note(plan_id=plan_id, target=target)
     record = await gw.store.get_record(call.caller, key)

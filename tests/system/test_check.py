@@ -14,7 +14,7 @@ import pytest
 
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
-from tests.support.configs import config_data, write_toml
+from tests.support.configs import config_data, together_data, write_toml
 from tests.support.profiles import DATABASES, FLAGS, TENANTS, Profile
 
 
@@ -173,3 +173,32 @@ async def test_check_and_audit_leave_a_live_gateways_state_alone(tmp_path: Path)
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file under a directory with its bytes."""
     return {str(path.relative_to(directory)): path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+
+
+def run_check_together(tmp: Path, change: Callable[[dict[str, Any]], None] | None = None) -> tuple[int, str]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    data = together_data(TENANTS, tmp / "backend.db", *TENANTS.seed_demo, state_dir=tmp / "state")
+    if change is not None:
+        change(data)
+    config = write_toml(data, tmp / "gateway.toml")
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(config)], capture_output=True, text=True, timeout=180
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_two_backend_config_passes_and_names_each_tools_backend(tmp_path: Path) -> None:
+    code, output = run_check_together(tmp_path)
+    assert code == 0, output
+    assert "ok    backends.tenants publishes manage_tenant" in output
+    assert "ok    backends.flags publishes manage_flags" in output
+    rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()}
+    assert rows[TENANTS.write_tool][-1] == "tenants" and rows[FLAGS.write_tool][-1] == "flags"
+    assert rows["describe_flag"][1:6] == ["passthrough", "false", "false", "true", "false"]
+    assert rows["describe_flag"][-3:] == ["tool", "set_flag_description", "flags"]
+
+
+def test_a_passthrough_tool_its_backend_lacks_is_named(tmp_path: Path) -> None:
+    code, output = run_check_together(tmp_path, lambda data: data["tools"]["describe_flag"].update(source="nope"))
+    assert code == 1
+    assert "FAIL  tools.describe_flag.source: the backend has no tool 'nope'" in output

@@ -5,6 +5,7 @@ serves."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sqlite3
 import subprocess
@@ -13,13 +14,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
 from gateway.config import ConfigError, load_config, parse_config
 from tests.support.clients import Answers, error_code, new_key
 from tests.support.configs import write_toml
-from tests.support.processes import PYTHON, free_port, serve
+from tests.support.processes import PYTHON, free_port, http_backend, serve
 from tests.support.profiles import DATABASES, FLAGS, TENANTS, Profile
 
 pytestmark = pytest.mark.anyio
@@ -195,3 +197,29 @@ def test_an_unreachable_server_is_reported_without_a_traceback(tmp_path: Path) -
     assert done.returncode == 1
     assert "cannot read the server's tools" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+async def test_inspect_over_http_keeps_header_values_out_of_the_draft(tmp_path: Path) -> None:
+    db, draft, port = tmp_path / "backend.db", tmp_path / "draft.toml", free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with http_backend(DATABASES, db, port, *DATABASES.seed_demo):
+        done = await anyio.run_process(
+            [
+                PYTHON, "-m", "gateway", "inspect", "--url", url, "--draft", str(draft),
+                "--header", "X-Inspector: secret-literal", "--header-env", "Authorization=DB_ADMIN_TOKEN",
+            ],
+            env={**os.environ, "DB_ADMIN_TOKEN": "secret-from-env"},
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+    text = draft.read_text()
+    assert "secret" not in text
+    backend = tomllib.loads(text)["backend"]
+    assert backend == {
+        "transport": "http",
+        "url": url,
+        "headers_from_env": {"Authorization": "DB_ADMIN_TOKEN"},
+        "tool": "manage_db",
+        "action_argument": "command",
+        "payload_argument": "params",
+    }
