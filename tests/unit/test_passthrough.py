@@ -46,6 +46,8 @@ def tools_change() -> Any:
     def add_remove_flag(profile: Profile, tools: dict[str, Any]) -> None:
         tools["remove_flag"] = REMOVE_FLAG
         tools["retitle_flag"] = {**tools["describe_flag"], "confirm": "typed", "message": None}
+        strict = {"type": "object", "properties": {"key": {"type": "integer"}}, "required": ["key"]}
+        tools["flag_history_strict"] = {**tools["flag_history"], "source": "flag_history", "output_schema": strict}
 
     return add_remove_flag
 
@@ -102,6 +104,9 @@ async def test_a_read_only_passthrough_tool_relays_a_checked_answer(gw: Gateway,
         extra = await client.call_tool("flag_history", {"key": FLAGS.main, "force": True})
         wrong = await client.call_tool("flag_history", {"key": 7})
         absent = await client.call_tool("flag_history", {"key": FLAGS.absent})
+    async with connect(gw, era) as client:
+        misfit = await client.call_tool("flag_history_strict", {"key": FLAGS.main})
+    assert error_code(misfit) == "backend_error"  # an answer the published output schema does not describe
     assert found.structured_content is not None and found.structured_content["key"] == FLAGS.main
     assert error_code(extra) == "invalid_arguments"
     assert error_code(wrong) == "invalid_arguments"
