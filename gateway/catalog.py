@@ -7,6 +7,7 @@ and for the message when a check fails.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,10 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from gateway.config import GatewayConfig, Limits, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.text import is_plain, quoted
 from gateway.validators import Check, compile_check
+
+log = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
@@ -134,7 +138,21 @@ def _input_schema(
 ) -> dict[str, Any]:
     if enum_from is None:
         return schema
-    return {**schema, "enum": sorted(lookups[enum_from])}
+    return {**schema, "enum": offered(enum_from, lookups[enum_from])}
+
+
+def offered(lookup: str, table: Mapping[str, Any]) -> list[str]:
+    """The keys of a lookup a caller may choose: only names a person can read as they are (gateway/text.py).
+    A key with control, bidi or format characters is the backend trying to make a prompt say something else."""
+    hostile = [key for key in table if not is_plain(key)]
+    if hostile:
+        log.warning(
+            "lookup %s: %d name(s) with invisible characters are not offered, e.g. %s",
+            lookup,
+            len(hostile),
+            quoted(hostile[0], 80),
+        )
+    return sorted(key for key in table if is_plain(key))
 
 
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     if args.stdio:
+        refusal = stdio_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
         anyio.run(serve_stdio, config)
         return 0
     refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
@@ -105,6 +109,17 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
         f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
         "listens on a loopback address. Configure a verifier, or pass --insecure-listen-without-auth."
     )
+
+
+def stdio_refusal(config: GatewayConfig) -> str | None:
+    """Why the gateway will not serve over stdio with this config, or None."""
+    url_tools = [name for name, tool in config.tools.items() if getattr(tool, "confirm", None) == "url"]
+    if url_tools and config.approvals.public_url is None:
+        return (
+            f"tools.{url_tools[0]}.confirm is 'url', and over stdio this process serves no approval page: set "
+            "approvals.public_url to the address of a gateway that serves it over HTTP on the same store"
+        )
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -192,6 +207,8 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
 
     async with open_gateway(config) as gw:
         await recover(gw)
+        if is_loopback(host):
+            gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))

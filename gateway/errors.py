@@ -28,6 +28,7 @@ class Code(StrEnum):
     PLAN_STALE = "plan_stale"
     CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
     NOT_CONFIRMED = "not_confirmed"
+    APPROVAL_PENDING = "approval_pending"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     REQUEST_IN_PROGRESS = "request_in_progress"
     OUTCOME_UNKNOWN = "outcome_unknown"
@@ -71,6 +72,10 @@ MEANINGS: dict[Code, Meaning] = {
     Code.NOT_CONFIRMED: Meaning(
         "declined, cancelled, wrong typed confirmation, or no answer in time",
         "nothing was changed; ask again if intended",
+    ),
+    Code.APPROVAL_PENDING: Meaning(
+        "the write waits for people to approve it on the gateway's page (`details.url`, until `details.expiresAt`)",
+        "show the link to the user; once approved, retry the same call with the same key",
     ),
     Code.IDEMPOTENCY_KEY_REUSED: Meaning("this key already belongs to another plan", "use a new key for a new plan"),
     Code.REQUEST_IN_PROGRESS: Meaning("a call with this key (or this plan) is running", "retry the same call shortly"),

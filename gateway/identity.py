@@ -7,6 +7,8 @@ answers exactly like an unknown tool, unless the operator keeps it visible; then
 
 from __future__ import annotations
 
+import json
+
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
@@ -21,6 +23,26 @@ def current_caller(default: str) -> str:
     if token is None:
         return default
     return f"{token.client_id}/{token.subject}" if token.subject else token.client_id
+
+
+def current_person() -> str | None:
+    """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
+
+    Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
+    token = get_access_token()
+    if token is None:
+        return None
+    issuer = (token.claims or {}).get("iss")
+    return person_id(issuer if isinstance(issuer, str) else STATIC_ISSUER, token.subject or token.client_id)
+
+
+STATIC_ISSUER = "static"
+"""The issuer of people known from the config (static bearer tokens, approver tokens)."""
+
+
+def person_id(issuer: str, subject: str) -> str:
+    """One unambiguous string for (issuer, subject)."""
+    return json.dumps([issuer, subject], separators=(",", ":"))
 
 
 def current_scopes() -> set[str] | None:

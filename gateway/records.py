@@ -6,6 +6,7 @@
     Claim       the answer to an atomic claim of a key and its plan
     AuditEntry  one decision of a write tool, hash-chained when stored
     Reply       the god-tool's answer: its error flag and its text
+    Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
 
 Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.tools.write_rules) can be
 read, imported and tested on their own.
@@ -105,3 +106,42 @@ class Reply:
             return json.loads(self.text)
         except ValueError:
             return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One approver's answer on the approval page."""
+
+    approver: str
+    """Who, as ``issuer|subject`` (an identity provider's login) or ``token|name`` (an approver token)."""
+    name: str
+    """How the page and the audit show them."""
+    verdict: Literal["approve", "reject"]
+    at: float
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A planned write that waits for people to approve it on the gateway's own page (``confirm = "url"``).
+
+    It is bound to the plan it was made for (id, caller, tool, target, version, numbers): an approval of other
+    facts approves nothing. ``caller_person`` is the caller's own identity (``issuer|subject``), so that with
+    ``four_eyes`` nobody approves their own write. ``rev`` counts stored changes (stores replace it only over
+    the revision it was read at)."""
+
+    approval_id: str
+    plan_id: str
+    caller: str
+    caller_person: str | None
+    tool: str
+    target: str
+    version: Any
+    arguments: dict[str, Any]
+    summary: dict[str, Any]
+    message: str
+    requested_at: float
+    expires_at: float
+    approvers_needed: int
+    four_eyes: bool
+    decisions: tuple[Decision, ...] = ()
+    rev: int = 0

@@ -37,6 +37,8 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    served_at: str | None = None
+    """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     reader: TargetReader = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
@@ -56,6 +58,11 @@ class Gateway:
             if self._catalog is None:
                 self._catalog = await load_catalog(self.config, self.reader)
             return self._catalog
+
+    @property
+    def approvals_url(self) -> str | None:
+        """The base of approval links: approvals.public_url, else the address this process serves at."""
+        return self.config.approvals.public_url or self.served_at
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:
         """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""

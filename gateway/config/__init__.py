@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError, model_validator
 
+from gateway.config.approvals import ApprovalsSection, ApproverToken, OidcLogin
 from gateway.config.mapping import (
     Call,
     InputField,
@@ -46,6 +47,8 @@ from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "ApprovalsSection",
+    "ApproverToken",
     "AuthSection",
     "BackendSection",
     "Call",
@@ -59,6 +62,7 @@ __all__ = [
     "Limits",
     "LoggingSection",
     "Lookup",
+    "OidcLogin",
     "OutputField",
     "PreviewTool",
     "RateLimit",
@@ -92,6 +96,7 @@ class GatewayConfig(Model):
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
     rate_limits: RateLimits = RateLimits()
+    approvals: ApprovalsSection = ApprovalsSection()
     backend: BackendSection
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]
@@ -123,7 +128,31 @@ class GatewayConfig(Model):
                 extra = set(tool.result) - set(preview.summary)
                 if extra:
                     raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
+                self._check_url_mode(name, tool)
         return self
+
+    def _check_url_mode(self, name: str, tool: WriteTool) -> None:
+        if tool.confirm != "url":
+            return
+        if not self.approvals.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
+            )
+        if tool.four_eyes and self.auth.verifier == "none":
+            raise ValueError(
+                f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
+            )
+        if self.approvals.login == "oidc" and self.oidc_issuer() is None:
+            raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
+
+    def oidc_issuer(self) -> str | None:
+        """The identity provider approvers sign in at."""
+        oidc = self.approvals.oidc
+        if oidc is not None and oidc.issuer is not None:
+            return oidc.issuer
+        if self.auth.jwt is not None:
+            return self.auth.jwt.issuer
+        return self.auth.authorization_servers[0] if self.auth.authorization_servers else None
 
     def write_tools(self) -> list[str]:
         """The names of the destructive tools."""

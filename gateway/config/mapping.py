@@ -189,9 +189,17 @@ class WriteTool(ToolAccess):
     version_from: str | None = None
     destructive: bool = True
     open_world: bool = False
-    confirm: Literal["boolean", "typed"] = "boolean"
+    confirm: Literal["boolean", "typed", "url"] = "boolean"
+    approvers: int = Field(1, ge=1, le=10)
+    four_eyes: bool = False
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
+
+    @model_validator(mode="after")
+    def _approvers_need_the_page(self) -> WriteTool:
+        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
+            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
+        return self
 
 
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]

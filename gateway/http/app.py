@@ -74,6 +74,10 @@ def build_app(gw: Gateway) -> Starlette:
             yield
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+    if config.approvals.configured:
+        from gateway.approvals.page import approval_routes  # Jinja2 and the page only where approvals are on
+
+        routes += approval_routes(gw)
     if auth is not None:
         routes += _metadata_routes(config, auth)
     routes.append(Route("/mcp", endpoint))

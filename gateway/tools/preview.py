@@ -7,7 +7,6 @@ numbers the confirmation will state, and expires. Nothing changes in the backend
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway.config import PreviewTool
@@ -15,6 +14,7 @@ from gateway.errors import Code, ToolError
 from gateway.records import Plan
 from gateway.runtime import Gateway
 from gateway.templates import MISSING, at_path
+from gateway.text import rfc3339
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
@@ -54,8 +54,3 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
     }
-
-
-def rfc3339(timestamp: float) -> str:
-    """UTC time as ``2026-12-02T18:30:00Z``."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

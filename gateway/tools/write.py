@@ -19,15 +19,17 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals.rules import approved_by
 from gateway.audit import trail
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
+from gateway.identity import current_person
 from gateway.records import AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
-from gateway.templates import MISSING, render
-from gateway.tools import confirm
+from gateway.templates import MISSING
+from gateway.tools import approval, confirm
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
@@ -38,6 +40,7 @@ from gateway.tools.write_rules import (
     needs_reread,
     next_key_state,
     outcome_unknown_body,
+    question_text,
     require_form,
     require_unchanged,
     require_yes,
@@ -132,21 +135,29 @@ async def _decide(
         raise ToolError(**outcome_unknown_body(await call.current(record.target)))
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
     call.note(target=plan.target, version_before=plan.version)
-    require_form(ctx.session.client_capabilities)
-    await call.require_unchanged(plan)
-    question = confirm.Question(
-        message=str(render(call.preview.message, template_names(plan, call.preview.target.noun))),
-        schema=confirmation_schema(call.config.confirm, plan),
-        caller=call.caller,
-        plan_id=plan_id,
-        key=key,
-        timeout=call.config.prompt_timeout_seconds,
-    )
-    answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
-    if isinstance(answer, types.InputRequiredResult):
-        return answer
-    call.note(confirmation=answer.action if answer is not None else "timeout")
-    require_yes(answer, call.config.confirm, plan)
+    message = question_text(call.preview.message, plan, call.preview.target.noun)
+    if call.config.confirm == "url":
+        await call.require_unchanged(plan)
+        approved = await approval.approve(ctx, params, _approval_request(call, plan, key, message), gw.store, gw.clock)
+        if isinstance(approved, types.InputRequiredResult):
+            return approved
+        call.note(confirmation="approved", extra={"mode": "url", "approvers": approved_by(approved)})
+    else:
+        require_form(ctx.session.client_capabilities)
+        await call.require_unchanged(plan)
+        question = confirm.Question(
+            message=message,
+            schema=confirmation_schema(call.config.confirm, plan),
+            caller=call.caller,
+            plan_id=plan_id,
+            key=key,
+            timeout=call.config.prompt_timeout_seconds,
+        )
+        answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
+        if isinstance(answer, types.InputRequiredResult):
+            return answer
+        call.note(confirmation=answer.action if answer is not None else "timeout", extra={"mode": call.config.confirm})
+        require_yes(answer, call.config.confirm, plan)
     record = KeyRecord(
         call.caller,
         key,
@@ -157,6 +168,20 @@ async def _decide(
         version_before=plan.version,
     )
     return await _write(call, plan, record)
+
+
+def _approval_request(call: WriteCall, plan: Plan, key: str, message: str) -> approval.Request:
+    """What a url-mode write asks the approval page for."""
+    return approval.Request(
+        plan=plan,
+        caller_person=current_person(),
+        key=key,
+        message=message,
+        page_url=call.gw.approvals_url,
+        approvers=call.config.approvers,
+        four_eyes=call.config.four_eyes,
+        timeout=call.config.prompt_timeout_seconds,
+    )
 
 
 async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
