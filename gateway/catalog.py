@@ -126,7 +126,10 @@ def _schemas(
     if isinstance(tool, PreviewTool):
         required_inputs = [name for name, field in tool.inputs.items() if field.required]
         expires = {"type": "string", "format": "date-time"}
-        outputs = _object({**plan_fields, "expiresAt": expires}, required=[*always, "expiresAt"])
+        approval = _object({"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": ["string", "null"]}})
+        outputs = _object(
+            {**plan_fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
+        )
         return _object(inputs, required=required_inputs), outputs
     write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
     outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])

@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    check.add_argument(
+        "--explain",
+        nargs="+",
+        metavar="WORD",
+        help="WRITE_TOOL TARGET [key=value ...]: which approval rule a plan for that target would hit",
+    )
     call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
@@ -65,7 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
     for sub in (listing, verify):
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
+    approvals.add_argument("action", choices=["list", "approve", "reject"])
+    approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
+    approvals.add_argument(
+        "--url", default=DEFAULT_URL.removesuffix("/mcp"), help="the gateway's base URL (default: %(default)s)"
+    )
+    approvals.add_argument(
+        "--token-env",
+        default="GATEWAY_APPROVER_TOKEN",
+        help="env var holding your approver token (default: %(default)s)",
+    )
+    approvals.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
+    if args.command == "approvals":
+        from gateway.approvals import remote
+
+        if args.action != "list" and not args.ids:
+            parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+        return remote.run(args.url, args.action, args.ids, args.token_env, args.json)
     if args.command == "call":
         from gateway import terminal
 
@@ -78,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "check":
         logs.configure("error", "text")
-        return anyio.run(run_check, config, args.schemas)
+        return anyio.run(run_check, config, args.schemas, args.explain)
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
@@ -132,11 +156,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def run_check(config: GatewayConfig, schemas: bool) -> int:
+async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | None = None) -> int:
     """The ``check`` subcommand."""
     from gateway.preflight import check
 
-    return await check(config, print, schemas=schemas)
+    return await check(config, print, schemas=schemas, explain=explain)
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ class Code(StrEnum):
     REQUEST_TOO_LARGE = "request_too_large"
     INVALID_CURSOR = "invalid_cursor"
     FORBIDDEN = "forbidden"
+    DENIED = "denied"
     RATE_LIMITED = "rate_limited"
     TENANT_NOT_FOUND = "tenant_not_found"
     TENANT_PROTECTED = "tenant_protected"
@@ -56,6 +57,10 @@ MEANINGS: dict[Code, Meaning] = {
     ),
     Code.FORBIDDEN: Meaning(
         "the token lacks a scope the tool needs (`details.missingScopes`)", "get a token with that scope"
+    ),
+    Code.DENIED: Meaning(
+        "an approval rule denies this write (`details.rule`), e.g. a blast-radius budget is spent",
+        "do not retry it; ask an operator",
     ),
     Code.RATE_LIMITED: Meaning("the caller's token bucket is empty", "wait `details.retryAfterSeconds`"),
     Code.TENANT_NOT_FOUND: Meaning("no target by that id", "list the targets to see which exist"),
@@ -124,3 +129,7 @@ def markdown_table() -> str:
     rows = ["| code | what happened | what to do |", "| --- | --- | --- |"]
     rows += [f"| `{code.value}` | {meaning.happened} | {meaning.next_step} |" for code, meaning in MEANINGS.items()]
     return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m gateway.errors: the README's troubleshooting table
+    print(markdown_table())

@@ -8,6 +8,7 @@ answers exactly like an unknown tool, unless the operator keeps it visible; then
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -34,6 +35,22 @@ def current_person() -> str | None:
         return None
     issuer = (token.claims or {}).get("iss")
     return person_id(issuer if isinstance(issuer, str) else STATIC_ISSUER, token.subject or token.client_id)
+
+
+def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
+    """Who is calling, as approval rules read it: id, client, subject, issuer and scopes."""
+    token = get_access_token()
+    if token is None:
+        everything = sorted({scope for name in config.tools for scope in config.scopes_of(name)})
+        return {"id": default, "client": default, "subject": default, "issuer": STATIC_ISSUER, "scopes": everything}
+    issuer = (token.claims or {}).get("iss")
+    return {
+        "id": current_caller(default),
+        "client": token.client_id,
+        "subject": token.subject or token.client_id,
+        "issuer": issuer if isinstance(issuer, str) else STATIC_ISSUER,
+        "scopes": sorted(token.scopes),
+    }
 
 
 STATIC_ISSUER = "static"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TOMBSTONE_SECONDS = 3600
+WRITE_WINDOWS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}
+"""The windows blast-radius counters count writes in (approval rules read ``writes.caller.hour`` and so on)."""
 """How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
 
 KeyState = Literal["in_flight", "applied", "unknown", "error"]
@@ -37,6 +39,9 @@ class Plan:
     summary: dict[str, Any]
     expires_at: float
     in_use_by: str | None = None
+    approval: dict[str, Any] | None = None
+    """How this plan must be confirmed, fixed at preview (gateway/approvals/policy.py): ``mode``, ``rule``,
+    ``approvers``, ``four_eyes``, ``notify``. None for a plan issued before rules existed: the tool's setting."""
 
 
 @dataclass(frozen=True)

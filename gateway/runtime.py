@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 
+from gateway.approvals.notify import Notifier
 from gateway.backend import Backend
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
@@ -37,6 +38,8 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    notifier: Notifier | None = None
+    """Delivers approval webhooks in the background (started by open_gateway)."""
     served_at: str | None = None
     """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     reader: TargetReader = field(init=False)
@@ -92,9 +95,15 @@ async def open_gateway(
     ``opener`` replaces how the backend connection is opened (tests run the legacy server in process)."""
     metrics = Metrics()
     store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
+    notifier = Notifier(config.approvals.webhooks)
     try:
-        async with McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend:
+        async with (
+            McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend,
+            anyio.create_task_group() as background,
+        ):
+            background.start_soon(notifier.run)
             keys = load_keys(Path(config.gateway.state_dir))
-            yield Gateway(config, backend, store, keys, clock, metrics)
+            yield Gateway(config, backend, store, keys, clock, metrics, notifier=notifier)
+            background.cancel_scope.cancel()
     finally:
         await store.close()

@@ -1,8 +1,11 @@
 """The approval page: server-rendered HTML, no JavaScript.
 
-    GET  /approvals              the open approvals (signed in)
+    GET  /approvals              the open approvals (signed in), each with a box to select it
+    POST /approvals              a batch decision on the selected ones (each its own decision and audit entry)
     GET  /approvals/{id}         one write's facts in the gateway's own words, with Approve / Reject
     POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin
+    GET  /approvals/api/open     the same list as JSON, for ``mcp-safety-gateway approvals`` (approver token)
+    POST /approvals/api/{id}     a decision as JSON ``{"decision"}`` (approver token; no cookies, so no CSRF)
     GET  /approvals/login        approver token form, or off to the identity provider
     POST /approvals/login        an approver token
     GET  /approvals/callback     back from the identity provider
@@ -27,7 +30,7 @@ from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.approvals.login import Approver, LoginFailed, OidcClient, token_approver
@@ -91,6 +94,9 @@ class ApprovalPage:
         """Every route of the page."""
         return [
             Route("/approvals", self.listing, methods=["GET"]),
+            Route("/approvals", self.batch, methods=["POST"]),
+            Route("/approvals/api/open", self.api_open, methods=["GET"]),
+            Route("/approvals/api/{approval_id}", self.api_decision, methods=["POST"]),
             Route("/approvals/page.css", self.stylesheet, methods=["GET"]),
             Route("/approvals/login", self.login_form, methods=["GET"]),
             Route("/approvals/login", self.login_with_token, methods=["POST"]),
@@ -104,10 +110,59 @@ class ApprovalPage:
         session = self._session(request)
         if session is None:
             return self._to_login("/approvals")
+        return self._render("list.html", session, rows=await self._rows(session.person), results=None)
+
+    async def batch(self, request: Request) -> Response:
+        """Several selected approvals decided in one step; each is still its own decision and audit entry."""
+        session = self._session(request)
+        form = await request.form()
+        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
+            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        verdict = form.get("decision")
+        chosen = [value for value in form.getlist("approval") if isinstance(value, str)]
+        if verdict not in ("approve", "reject") or not chosen:
+            return self._message(session, "Nothing decided", "Select approvals, then Approve or Reject.", 400)
+        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
+        results = []
+        for approval_id in dict.fromkeys(chosen):
+            try:
+                approval, refused = await self._decide(approval_id, session, answer)
+            except StoreUnavailable:
+                return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+            outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
+            results.append((approval_id, outcome))
+        return self._render("list.html", session, rows=await self._rows(session.person), results=results)
+
+    async def api_open(self, request: Request) -> Response:
+        approver = self._bearer(request)
+        if approver is None:
+            return _unauthorized()
         now = self.gw.clock()
-        approvals = await self.gw.store.open_approvals(now)
-        rows = [Row(a, state(a, now).value, not may_decide(a, session.person)) for a in approvals]
-        return self._render("list.html", session, rows=rows)
+        rows = await self._rows(approver.person)
+        return JSONResponse({"approvals": [self._json(row.approval, now, approver.person) for row in rows]})
+
+    async def api_decision(self, request: Request) -> Response:
+        approver = self._bearer(request)
+        if approver is None:
+            return _unauthorized()
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        verdict = body.get("decision") if isinstance(body, dict) else None
+        if verdict not in ("approve", "reject"):
+            return JSONResponse({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, status_code=400)
+        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
+        session = Session(approver.person, approver.name, "", 0.0)
+        approval, refused = await self._decide(request.path_params["approval_id"], session, answer)
+        if approval is None:
+            return JSONResponse({"error": "no such approval"}, status_code=404)
+        now = self.gw.clock()
+        found = await self.gw.store.get_approval(approval.approval_id) or approval
+        return JSONResponse(
+            {**self._json(found, now, approver.person), "refused": refused.value if refused else None},
+            status_code=409 if refused else 200,
+        )
 
     async def detail(self, request: Request) -> Response:
         session = self._session(request)
@@ -215,6 +270,9 @@ class ApprovalPage:
                 return current, None  # the same answer again: nothing to store
             if await self.gw.store.replace_approval(changed):
                 await self._audit(changed, session, verdict, now)
+                settled = state(changed, now)
+                if settled in (State.APPROVED, State.REJECTED):
+                    self.gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
                 return changed, None
         raise StoreUnavailable("the approval kept changing under this decision")
 
@@ -248,6 +306,37 @@ class ApprovalPage:
             notice=notice,
             notice_kind="refused" if notice else "",
         )
+
+    async def _rows(self, person: str) -> list[Row]:
+        now = self.gw.clock()
+        approvals = await self.gw.store.open_approvals(now)
+        return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
+
+    def _json(self, approval: Approval, now: float, person: str) -> dict[str, Any]:
+        return {
+            "approvalId": approval.approval_id,
+            "url": f"{self.gw.approvals_url}/approvals/{approval.approval_id}",
+            "state": state(approval, now).value,
+            "tool": approval.tool,
+            "target": approval.target,
+            "version": approval.version,
+            "arguments": approval.arguments,
+            "summary": approval.summary,
+            "caller": approval.caller,
+            "question": approval.message,
+            "requestedAt": rfc3339(approval.requested_at),
+            "expiresAt": rfc3339(approval.expires_at),
+            "approvedBy": approved_by(approval),
+            "approversNeeded": approval.approvers_needed,
+            "fourEyes": approval.four_eyes,
+            "yours": not may_decide(approval, person),
+        }
+
+    def _bearer(self, request: Request) -> Approver | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return token_approver(self.gw.config.approvals.tokens, token.strip())
 
     def _signed_in(self, approver: Approver, target: str) -> Response:
         _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock())
@@ -297,6 +386,14 @@ class ApprovalPage:
 
     def _to_login(self, target: str) -> RedirectResponse:
         return self._redirect(f"/approvals/login?next={quote(target, safe='/')}")
+
+
+def _unauthorized() -> JSONResponse:
+    return JSONResponse(
+        {"error": "send an approver token: Authorization: Bearer <token>"},
+        status_code=401,
+        headers={**HEADERS, "WWW-Authenticate": "Bearer"},
+    )
 
 
 def _token_matches(sent: Any, expected: Any) -> bool:

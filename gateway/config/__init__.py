@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError, model_validator
 
-from gateway.config.approvals import ApprovalsSection, ApproverToken, OidcLogin
+from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.mapping import (
     Call,
     InputField,
@@ -47,6 +47,7 @@ from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "ApprovalRule",
     "ApprovalsSection",
     "ApproverToken",
     "AuthSection",
@@ -73,6 +74,7 @@ __all__ = [
     "Target",
     "ToolAccess",
     "ToolConfig",
+    "Webhook",
     "WriteTool",
     "load_config",
     "parse_config",
@@ -132,13 +134,17 @@ class GatewayConfig(Model):
         return self
 
     def _check_url_mode(self, name: str, tool: WriteTool) -> None:
-        if tool.confirm != "url":
+        for number, rule in enumerate(tool.approval):
+            if rule.notify is not None and rule.notify not in self.approvals.webhooks:
+                raise ValueError(f"tools.{name}.approval.{number}.notify: no webhook named {rule.notify!r}")
+        four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
+        if "url" not in tool.modes():
             return
         if not self.approvals.configured:
             raise ValueError(
                 f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
             )
-        if tool.four_eyes and self.auth.verifier == "none":
+        if four_eyes and self.auth.verifier == "none":
             raise ValueError(
                 f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
             )

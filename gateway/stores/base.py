@@ -69,6 +69,14 @@ class Store(Protocol):
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...
 
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        """Count one write (applied or outcome unknown) under each scope, for the last WRITE_WINDOWS."""
+        ...
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``."""
+        ...
+
     async def put_approval(self, approval: Approval) -> Approval:
         """Store an approval unless one is stored under its id; return the stored one (this or the earlier)."""
         ...

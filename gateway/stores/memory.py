@@ -11,7 +11,7 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
@@ -34,6 +34,7 @@ class MemoryStore:
         self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._audit: list[AuditEntry] = []
         self._approvals: TLRUCache[str, tuple[Approval, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._writes: dict[str, list[float]] = {}
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
 
@@ -93,6 +94,20 @@ class MemoryStore:
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for entry in list(self._audit):
             yield entry
+
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        for scope in scopes:
+            kept = [at for at in self._writes.get(scope, []) if at > now - WRITE_WINDOWS["day"]]
+            self._writes[scope] = [*kept, now]
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        return {
+            scope: {
+                window: sum(1 for at in self._writes.get(scope, []) if now - seconds < at <= now)
+                for window, seconds in WRITE_WINDOWS.items()
+            }
+            for scope in scopes
+        }
 
     async def put_approval(self, approval: Approval) -> Approval:
         found = self._approvals.get(approval.approval_id)

@@ -17,6 +17,7 @@ Keys, under ``prefix``::
     audit                  list    one AuditEntry JSON per decision  RPUSH
     approval:<id>          hash    body, rev                         expires an hour after the plan would
     approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
+    writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
@@ -77,7 +78,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import StoreUnavailable, approval_from_json, approval_json
 from gateway.stores.locks import KeyedLocks
 
@@ -359,6 +360,25 @@ class RedisStore:
                 return
             start += AUDIT_PAGE
 
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        day = WRITE_WINDOWS["day"]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for scope in scopes:
+                name = self._writes_key(scope)
+                pipe.zadd(name, {f"{now!r}:{secrets.token_hex(6)}": now})
+                pipe.zremrangebyscore(name, "-inf", repr(now - day))
+                pipe.expire(name, int(day) + 60)
+            await self._call(pipe.execute())
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for scope in scopes:
+                for seconds in WRITE_WINDOWS.values():
+                    pipe.zcount(self._writes_key(scope), f"({now - seconds!r}", repr(now))
+            found = await self._call(pipe.execute())
+        counts = iter(int(count) for count in found)
+        return {scope: {window: next(counts) for window in WRITE_WINDOWS} for scope in scopes}
+
     async def put_approval(self, approval: Approval) -> Approval:
         purge_ms = int((approval.expires_at + TOMBSTONE_SECONDS) * 1000)
         args = [approval_json(approval), str(approval.rev), repr(approval.expires_at), str(purge_ms)]
@@ -463,6 +483,9 @@ class RedisStore:
     def _record_key(self, caller: str, key: str) -> str:
         # The caller is quoted so that a ':' in it cannot make two (caller, key) pairs share a name.
         return self.prefix + "key:" + quote(caller, safe="") + ":" + key
+
+    def _writes_key(self, scope: str) -> str:
+        return self.prefix + "writes:" + quote(scope, safe="")
 
     def _approval_key(self, approval_id: str) -> str:
         return self.prefix + "approval:" + approval_id

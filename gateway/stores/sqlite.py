@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import approval_from_json, approval_json, claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     approval_id TEXT PRIMARY KEY, body TEXT NOT NULL, rev INTEGER NOT NULL, expires_at REAL NOT NULL,
     requested_at REAL NOT NULL, purge_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS approvals_expiry ON approvals (expires_at);
+CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS writes_scope ON writes (scope, at);
 """
 ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT")}
 """Columns added after the first release: a file made before them gets them at open."""
@@ -169,6 +171,23 @@ class SqliteStore:
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for (body,) in self._db.execute("SELECT entry FROM audit ORDER BY id").fetchall():
             yield AuditEntry(**json.loads(body))
+
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM writes WHERE at <= ?", (now - WRITE_WINDOWS["day"],))
+            self._db.executemany("INSERT INTO writes (scope, at) VALUES (?, ?)", [(scope, now) for scope in scopes])
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        counts = {scope: dict.fromkeys(WRITE_WINDOWS, 0) for scope in scopes}
+        for window, seconds in WRITE_WINDOWS.items():
+            marks = ",".join("?" * len(scopes))
+            rows = self._db.execute(
+                f"SELECT scope, COUNT(*) FROM writes WHERE scope IN ({marks}) AND at > ? AND at <= ? GROUP BY scope",
+                (*scopes, now - seconds, now),
+            ).fetchall()
+            for scope, count in rows:
+                counts[scope][window] = count
+        return counts
 
     async def put_approval(self, approval: Approval) -> Approval:
         with self._db:

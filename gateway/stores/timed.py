@@ -65,6 +65,12 @@ class TimedStore:
     def audit_entries(self) -> AsyncIterator[AuditEntry]:
         return self.inner.audit_entries()
 
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        await self._timed("count_write", self.inner.count_write(scopes, now))
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        return await self._timed("recent_writes", self.inner.recent_writes(scopes, now))
+
     async def put_approval(self, approval: Approval) -> Approval:
         return await self._timed("put_approval", self.inner.put_approval(approval))
 

@@ -21,6 +21,7 @@ look at the store again.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,9 @@ class Request:
     approvers: int
     four_eyes: bool
     timeout: float
+    rule: str | None = None
+    announce: Callable[[Approval, str], None] | None = None
+    """Told about a new approval and its link (the rule's webhook), without waiting."""
 
 
 async def approve(
@@ -86,6 +90,8 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
             plan, request.caller_person, request.message, now, needed=request.approvers, four_eyes=request.four_eyes
         )
         found = await store.put_approval(made)
+        if found == made and request.announce is not None and request.page_url is not None:
+            request.announce(found, f"{request.page_url}/approvals/{found.approval_id}")
     if not binds(found, plan):
         raise ToolError(Code.NOT_CONFIRMED, "The approval on record is for other facts. Nothing was changed.")
     return found

@@ -39,6 +39,4 @@ def test_every_error_code_has_a_meaning_and_a_next_step() -> None:
 
 def test_the_readme_troubleshooting_table_is_the_codes_table() -> None:
     readme = (ROOT / "README.md").read_text()
-    assert markdown_table() in readme, (
-        "regenerate the README table: python -c 'from gateway.errors import *; print(markdown_table())'"
-    )
+    assert markdown_table() in readme, "regenerate the README table: .venv/bin/python -m gateway.errors"
