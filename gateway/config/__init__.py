@@ -1,7 +1,7 @@
 """The gateway's configuration: TOML in, frozen pydantic models out. The reference is docs/configuration.md.
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
-``tools.reset_tenant.confirm: Input should be 'boolean' or 'typed'``. The models live in ``sections`` (the
+``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backend) and ``mapping`` (which backend call backs which tool); this module joins them
 into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
 """
