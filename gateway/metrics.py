@@ -7,6 +7,9 @@ gateway_backend_call_seconds{action, result, backend}   result: ok, error (isErr
 gateway_backend_connected{backend}              1 while a live connection to that backend is held
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
+gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
+gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
+gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
 """
 
 from __future__ import annotations
@@ -50,6 +53,23 @@ class Metrics:
             "Time of each store operation.",
             ["operation"],
             buckets=FAST,
+            registry=self.registry,
+        )
+
+        self.plans = Counter(
+            "gateway_plans",
+            "Plans issued, by confirmation mode and rule.",
+            ["tool", "mode", "rule"],
+            registry=self.registry,
+        )
+        self.approvals_pending = Gauge(
+            "gateway_approvals_pending", "Approvals waiting for people.", registry=self.registry
+        )
+        self.decision_seconds = Histogram(
+            "gateway_approval_decision_seconds",
+            "Time from an approval's request to the decision that settled it.",
+            ["decision"],
+            buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600),
             registry=self.registry,
         )
 

@@ -14,7 +14,7 @@ otherwise the check warns that the action is unverified.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,20 +57,30 @@ class Report:
 
 
 async def check(
-    config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False, probe_actions: bool = False
+    config: GatewayConfig,
+    out: Callable[[str], None],
+    *,
+    schemas: bool = False,
+    explain: list[str] | None = None,
+    probe_actions: bool = False,
 ) -> int:
-    """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed)."""
+    """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
+    ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
     catalog = None
+    explained: list[str] = []
     async with AsyncExitStack() as stack:
         backends: dict[str, Backend] = {}
         for name, section in config.backend_sections().items():
             backends[name] = await stack.enter_async_context(McpBackend(section))
         readers = {name: TargetReader(backend) for name, backend in backends.items()}
-        for name, section in config.backend_sections().items():
-            probe = Probe(config, name, section, backends[name], readers[name], probe_actions)
+        probes = {
+            name: Probe(config, name, section, backends[name], readers[name], readers, probe_actions)
+            for name, section in config.backend_sections().items()
+        }
+        for probe in probes.values():
             try:
-                with anyio.fail_after(section.connect_timeout_seconds + 3 * section.call_timeout_seconds):
+                with anyio.fail_after(probe.section.connect_timeout_seconds + 3 * probe.section.call_timeout_seconds):
                     await _check_backend(probe, report)
             except (BackendUnavailable, OutcomeLost, TimeoutError):
                 report.problem(probe.key, "the backend cannot be reached; check command/args or url")
@@ -82,6 +92,8 @@ async def check(
                 if name not in loaded.misfits:
                     report.problem(f"tools.{name}", err.message)
             catalog = loaded.tools
+        if explain and not report.problems:
+            explained = await _explain_rules(probes, explain, report)
     for note in report.notes:
         out(f"ok    {note}")
     for warning in report.warnings:
@@ -95,7 +107,53 @@ async def check(
             for tool in catalog.values():
                 out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
                 out(f"{tool.name} outputSchema:\n{json.dumps(tool.tool.output_schema, indent=2)}")
+    for line in explained:
+        out(line)
     return 1 if report.problems else 0
+
+
+async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: Report) -> list[str]:
+    """Which approval rule a plan for WRITE_TOOL TARGET [key=value ...] would hit, each rule's verdict on the way.
+    The target and lookups are read from the backend; the caller is the local one with every scope, and the
+    write counters are zero (a check opens no store)."""
+    from gateway.approvals.policy import choose, facts, public_mode
+    from gateway.identity import caller_facts
+    from gateway.terminal import UsageError, parse_pairs
+    from gateway.text import quoted
+    from gateway.tools.preview import effect
+
+    config = next(iter(probes.values())).config
+    if len(words) < 2 or not isinstance(config.tools.get(words[0]), WriteTool):
+        names = ", ".join(name for name, tool in config.tools.items() if isinstance(tool, WriteTool))
+        report.problem("--explain", f"give a write tool ({names}), a target id and the other arguments as key=value")
+        return []
+    write = config.tools[words[0]]
+    assert isinstance(write, WriteTool)
+    preview, probe = config.preview_of(write), probes[config.backend_of(words[0])]
+    try:
+        args = {**parse_pairs(words[2:]), preview.target_input: words[1]}
+        state, summary = await effect(probe.reader, probe.lookup, preview, args)
+    except (UsageError, ToolError) as err:
+        report.problem("--explain", str(err))
+        return []
+    caller = caller_facts(config, config.gateway.stdio_caller)
+    zero = {window: 0 for window in ("minute", "hour", "day")}
+    writes = {scope: dict(zero) for scope in ("caller", "tool", "caller_tool", "all")}
+    choice, evaluations = choose(write, facts(caller, words[0], words[1], state, summary, args, writes))
+    lines = ["", f"explain {words[0]} {quoted(words[1])}: {json.dumps(summary)}"]
+    for evaluation in evaluations:
+        verdict = "holds" if evaluation.holds else "does not hold"
+        lines.append(
+            f"  rule {evaluation.rule}: {verdict}" + (f" (error: {evaluation.error})" if evaluation.error else "")
+        )
+    if choice.rule is None:
+        lines.append(f"  -> no rule holds: the tool's own confirm = {public_mode(choice.mode)!r}")
+    else:
+        extra = (
+            f", approvers {choice.approvers}, four eyes {str(choice.four_eyes).lower()}" if choice.mode == "url" else ""
+        )
+        lines.append(f"  -> mode {public_mode(choice.mode)!r} by rule {choice.rule}{extra}")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -107,7 +165,12 @@ class Probe:
     section: BackendSection
     backend: Backend
     reader: TargetReader
+    readers: Mapping[str, TargetReader]
     probe_actions: bool = False
+
+    async def lookup(self, name: str) -> dict[str, Any]:
+        """A lookup table, read from its own backend."""
+        return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
 
     @property
     def key(self) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from gateway.approvals.notify import Notifier
 from gateway.backend import Backend, BackendUnavailable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
@@ -45,6 +46,10 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    notifier: Notifier | None = None
+    """Delivers approval webhooks in the background (started by open_gateway)."""
+    served_at: str | None = None
+    """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     readers: dict[str, TargetReader] = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
@@ -84,6 +89,11 @@ class Gateway:
     def unavailable(self, name: str) -> ToolError | None:
         """Why a configured tool is not published right now (its backend is down, or it does not fit), or None."""
         return (self._catalog.unavailable if self._catalog is not None else {}).get(name)
+
+    @property
+    def approvals_url(self) -> str | None:
+        """The base of approval links: approvals.public_url, else the address this process serves at."""
+        return self.config.approvals.public_url or self.served_at
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:
         """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""
@@ -148,6 +158,7 @@ async def open_gateway(
         openers = {name: opener for name in sections}
     metrics = Metrics()
     store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
+    notifier = Notifier(config.approvals.webhooks)
     try:
         async with AsyncExitStack() as stack:
             backends: dict[str, Backend] = {}
@@ -155,8 +166,11 @@ async def open_gateway(
                 client = McpBackend(section, observe=metrics.backend_observer(name), opener=(openers or {}).get(name))
                 backends[name] = await stack.enter_async_context(client)
                 metrics.track_connection(name, _connected(client))
+            background = await stack.enter_async_context(anyio.create_task_group())
+            background.start_soon(notifier.run)
             keys = load_keys(Path(config.gateway.state_dir))
-            yield Gateway(config, backends, store, keys, clock, metrics)
+            yield Gateway(config, backends, store, keys, clock, metrics, notifier=notifier)
+            background.cancel_scope.cancel()
     finally:
         await store.close()
 

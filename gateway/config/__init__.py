@@ -1,10 +1,10 @@
 """The gateway's configuration: TOML in, frozen pydantic models out. The reference is docs/configuration.md.
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
-``tools.reset_tenant.confirm: Input should be 'boolean' or 'typed'``. The models live in ``sections`` (the
-gateway, identity, HTTP, backends), ``mapping`` (which backend call backs which tool) and ``passthrough`` (a
-backend's own tools, published on purpose); this module joins them into ``GatewayConfig``, checks the references
-between them, and reads and writes TOML.
+``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
+gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
+call backs which tool) and ``passthrough`` (a backend's own tools, published on purpose); this module joins them
+into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
 
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
 table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, model_validator
 
+from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.mapping import (
     Call,
     InputField,
@@ -53,6 +54,9 @@ from gateway.templates import names_in
 __all__ = [
     "DEFAULT_CONFIG",
     "SPEC_DEFAULTS",
+    "ApprovalRule",
+    "ApprovalsSection",
+    "ApproverToken",
     "AuthSection",
     "BackendSection",
     "Call",
@@ -67,6 +71,7 @@ __all__ = [
     "Limits",
     "LoggingSection",
     "Lookup",
+    "OidcLogin",
     "OutputField",
     "PassthroughTool",
     "PreviewTool",
@@ -78,6 +83,7 @@ __all__ = [
     "Target",
     "ToolAccess",
     "ToolConfig",
+    "Webhook",
     "WriteTool",
     "load_config",
     "parse_config",
@@ -107,6 +113,7 @@ class GatewayConfig(Model):
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
     rate_limits: RateLimits = RateLimits()
+    approvals: ApprovalsSection = ApprovalsSection()
     backend: BackendSection | None = None
     backends: dict[str, BackendSection] = {}
     lookups: dict[str, Lookup] = {}
@@ -139,6 +146,7 @@ class GatewayConfig(Model):
                 extra = set(tool.result) - set(preview.summary)
                 if extra:
                     raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
+                self._check_url_mode(name, tool)
         return self
 
     @model_validator(mode="after")
@@ -182,6 +190,33 @@ class GatewayConfig(Model):
     def lookup_backend(self, lookup: str) -> str:
         """The name of the backend a lookup is read from."""
         return self.lookups[lookup].backend or next(iter(self.backend_sections()))
+
+    def _check_url_mode(self, name: str, tool: WriteTool) -> None:
+        for number, rule in enumerate(tool.approval):
+            if rule.notify is not None and rule.notify not in self.approvals.webhooks:
+                raise ValueError(f"tools.{name}.approval.{number}.notify: no webhook named {rule.notify!r}")
+        four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
+        if "url" not in tool.modes():
+            return
+        if not self.approvals.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
+            )
+        if four_eyes and self.auth.verifier == "none":
+            raise ValueError(
+                f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
+            )
+        if self.approvals.login == "oidc" and self.oidc_issuer() is None:
+            raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
+
+    def oidc_issuer(self) -> str | None:
+        """The identity provider approvers sign in at."""
+        oidc = self.approvals.oidc
+        if oidc is not None and oidc.issuer is not None:
+            return oidc.issuer
+        if self.auth.jwt is not None:
+            return self.auth.jwt.issuer
+        return self.auth.authorization_servers[0] if self.auth.authorization_servers else None
 
     def write_tools(self) -> list[str]:
         """The tools that ask the user before they write: planned writes, and pass-through tools that are not

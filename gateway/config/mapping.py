@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gateway.config.approvals import ApprovalRule
 from gateway.config.sections import Model, RateLimit
 from gateway.errors import Code
 from gateway.records import Reply
@@ -198,7 +199,7 @@ class PreviewTool(ToolAccess):
         if overlap:
             raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
         version = self.target.version_output
-        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed"}:
+        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed", "approval"}:
             raise ValueError(f"target.version_output {version!r} is already a field of the output")
         unknown = names_in(self.message) - self.template_names()
         if unknown:
@@ -227,6 +228,23 @@ class WriteTool(ToolAccess):
     version_from: str | None = None
     destructive: bool = True
     open_world: bool = False
-    confirm: Literal["boolean", "typed"] = "boolean"
+    confirm: Literal["boolean", "typed", "url"] = "boolean"
+    approvers: int = Field(1, ge=1, le=10)
+    four_eyes: bool = False
+    approval: list[ApprovalRule] = []
+    """Ordered rules choosing each plan's mode; none holding (or none given) leaves ``confirm``."""
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
+
+    @model_validator(mode="after")
+    def _approvers_need_the_page(self) -> WriteTool:
+        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
+            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
+        names = [rule.name for rule in self.approval]
+        if len(names) != len(set(names)):
+            raise ValueError("every approval rule needs its own name")
+        return self
+
+    def modes(self) -> set[str]:
+        """Every confirmation mode a plan of this tool can get (``boolean`` for a form)."""
+        return {self.confirm, *("boolean" if rule.mode == "form" else rule.mode for rule in self.approval)}

@@ -7,21 +7,60 @@ numbers the confirmation will state, and expires. Nothing changes in the backend
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.config import PreviewTool
+from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
+from gateway.backend.reads import TargetReader
+from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.identity import caller_facts
 from gateway.records import Plan
 from gateway.runtime import Gateway
 from gateway.templates import MISSING, at_path
+from gateway.text import rfc3339
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
     """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
+    target_id = args[config.target_input]
+    state, summary = await effect(gw.reader_for(name), gw.lookup, config, args)
+    write_name = gw.config.write_tool_for(name)
+    choice = await _confirmation(gw, write_name, target_id, state, summary, args)
+    now = gw.clock()
+    plan = Plan(
+        plan_id="pl_" + secrets.token_urlsafe(16),
+        caller=caller,
+        tool=write_name,
+        target=target_id,
+        version=config.target.version_in(state),
+        arguments=dict(args),
+        summary=summary,
+        expires_at=now + config.plan_ttl_seconds,
+        approval=choice.record(),
+    )
+    await gw.store.put_plan(plan, now)
+    gw.metrics.plans.labels(write_name, public_mode(choice.mode), choice.rule or "(tool)").inc()
+    return {
+        "planId": plan.plan_id,
+        **plan.arguments,
+        **summary,
+        "version": plan.version,
+        "expiresAt": rfc3339(plan.expires_at),
+        "approval": {"mode": public_mode(choice.mode), "rule": choice.rule},
+    }
+
+
+async def effect(
+    reader: TargetReader,
+    lookup: Callable[[str], Awaitable[dict[str, Any]]],
+    config: PreviewTool,
+    args: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The target as it reads now and the numbers the plan will state; refuses a protected target."""
     target = config.target
     target_id = args[config.target_input]
-    state = await gw.reader_for(name).get(target, target_id)
+    state = await reader.get(target, target_id)
     if target.is_protected(target_id, state):
         raise ToolError(
             Code.TARGET_PROTECTED,
@@ -34,32 +73,31 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
             value = at_path(state, field.target)
         else:
             assert field.lookup is not None and field.key is not None
-            table = await gw.lookup(field.lookup)
+            table = await lookup(field.lookup)
             value = table.get(str(args.get(field.key)), MISSING)
         if value is MISSING:
             raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field_name}. Nothing was changed.")
         summary[field_name] = value
-    now = gw.clock()
-    plan = Plan(
-        plan_id="pl_" + secrets.token_urlsafe(16),
-        caller=caller,
-        tool=gw.config.write_tool_for(name),
-        target=target_id,
-        version=target.version_in(state),
-        arguments=dict(args),
-        summary=summary,
-        expires_at=now + config.plan_ttl_seconds,
-    )
-    await gw.store.put_plan(plan, now)
-    return {
-        "planId": plan.plan_id,
-        **plan.arguments,
-        **summary,
-        "version": plan.version,
-        "expiresAt": rfc3339(plan.expires_at),
-    }
+    return state, summary
 
 
-def rfc3339(timestamp: float) -> str:
-    """UTC time as ``2026-12-02T18:30:00Z``."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+async def _confirmation(
+    gw: Gateway, write_name: str, target_id: str, state: dict[str, Any], summary: dict[str, Any], args: dict[str, Any]
+) -> Choice:
+    """The confirmation the plan will need, by the write tool's approval rules; ``denied`` refuses here."""
+    write = gw.config.tools[write_name]
+    assert isinstance(write, WriteTool)
+    caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
+    writes: dict[str, dict[str, int]] = {}
+    if counts_writes(write):
+        scopes = scopes_for(caller["id"], write_name)
+        counted = await gw.store.recent_writes(list(scopes.values()), gw.clock())
+        writes = {name: counted[scope] for name, scope in scopes.items()}
+    choice, _ = choose(write, facts(caller, write_name, target_id, state, summary, args, writes))
+    if choice.mode == "deny":
+        raise ToolError(
+            Code.DENIED,
+            f"The approval rule {choice.rule!r} denies this write. Nothing was changed; do not retry it.",
+            details={"rule": choice.rule},
+        )
+    return choice
