@@ -1,26 +1,33 @@
 """Who is calling and what they may do: the verified token over HTTP, the configured caller otherwise.
 
 Without a token (stdio, or HTTP with no verifier configured, which only listens on loopback) the caller is the
-configured local name and holds every scope. A tool the caller may not use is hidden from ``tools/list`` and
-answers exactly like an unknown tool, unless the operator keeps it visible; then it answers ``forbidden``.
+configured local name and holds every scope. With a token it is the token's (issuer, client, subject), encoded by
+gateway.principal; this is the one place that builds it.
+
+A tool the caller may not use is hidden from ``tools/list`` and answers exactly like an unknown tool, unless the
+operator keeps it visible; then it answers ``forbidden``.
 """
 
 from __future__ import annotations
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import principal_components
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
+from gateway.principal import Principal, encode
 
 
 def current_caller(default: str) -> str:
-    """The caller id that plans and idempotency keys are bound to."""
+    """The caller id that plans, idempotency keys, rate-limit buckets, sessions and the audit are bound to."""
     token = get_access_token()
     if token is None:
         return default
-    return f"{token.client_id}/{token.subject}" if token.subject else token.client_id
+    # The SDK's own principal (session ownership, requestState binding) is made of the same three parts.
+    client, issuer, subject = principal_components(token)
+    return encode(Principal(issuer=issuer, client=client, subject=subject))
 
 
 def current_scopes() -> set[str] | None:
