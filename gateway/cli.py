@@ -12,8 +12,9 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
@@ -83,14 +84,20 @@ def main(argv: list[str] | None = None) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
-    if args.stdio:
-        anyio.run(serve_stdio, config)
-        return 0
-    refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
-    if refusal is not None:
-        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+    from gateway.errors import StoreInUse
+
+    try:
+        if args.stdio:
+            anyio.run(serve_stdio, config)
+            return 0
+        refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
+        anyio.run(serve_http, config, args.host, args.port)
+    except StoreInUse as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
-    anyio.run(serve_http, config, args.host, args.port)
     return 0
 
 
@@ -162,10 +169,13 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-async def recover(gw: Gateway) -> None:
-    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry."""
+async def recover(gw: Gateway, serving: str) -> None:
+    """The start-up step of ``serve``: take the store for this process (a SQLite store refuses a second one, with
+    StoreInUse), then keys a crash left in flight read outcome_unknown, each with its audit entry."""
     from gateway.audit.trail import recover
 
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await gw.store.serve_from(f"mcp-safety-gateway serve (pid {os.getpid()}, {serving}, started {started})")
     await recover(gw.store, gw.clock())
 
 
@@ -177,7 +187,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
     from gateway.server import build_server
 
     async with open_gateway(config) as gw:
-        await recover(gw)
+        await recover(gw, "over stdio")
         server = build_server(gw)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -191,7 +201,7 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
     from gateway.runtime import open_gateway
 
     async with open_gateway(config) as gw:
-        await recover(gw)
+        await recover(gw, f"HTTP on http://{host}:{port}/mcp")
         app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))

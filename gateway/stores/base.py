@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gateway.errors import StoreUnavailable
+from gateway.errors import StoreInUse, StoreUnavailable
 from gateway.records import AuditEntry, Claim, Expired, KeyRecord, Plan
 
-__all__ = ["Store", "StoreUnavailable", "claim_refusal"]
+__all__ = ["Store", "StoreInUse", "StoreUnavailable", "claim_refusal"]
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
@@ -49,6 +49,12 @@ class Store(Protocol):
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         """True the first time a nonce is used within its TTL, False after."""
+        ...
+
+    async def serve_from(self, holder: str) -> None:
+        """At start-up, before recovery: make this process one that serves the store. A store that serves one
+        process at a time (SQLite) raises StoreInUse naming the process that holds it; ``holder`` describes
+        this one to the next process that tries."""
         ...
 
     async def recover_in_flight(self) -> list[KeyRecord]:

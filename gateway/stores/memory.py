@@ -77,6 +77,9 @@ class MemoryStore:
         self._nonces[nonce] = (None, now + ttl)
         return True
 
+    async def serve_from(self, holder: str) -> None:
+        return None  # nothing outside this process can see it
+
     async def recover_in_flight(self) -> list[KeyRecord]:
         return []  # a new process starts with an empty memory store
 

@@ -281,6 +281,9 @@ class RedisStore:
         )
         return bool(first)
 
+    async def serve_from(self, holder: str) -> None:
+        return None  # replicas share the store by design: locks, claims and recovery are fenced per key
+
     async def recover_in_flight(self) -> list[KeyRecord]:
         # Other replicas keep running: only keys whose owner no longer holds its lock were left by a crash.
         # Every read applies the same rule, so this start-up sweep only settles them sooner.

@@ -21,6 +21,7 @@ from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRe
 from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
+from gateway.stores.serving import ServingLock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (
@@ -56,6 +57,7 @@ class SqliteStore:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
+        self._serving = ServingLock(path)
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         body = json.dumps(dataclasses.asdict(plan))
@@ -134,8 +136,11 @@ class SqliteStore:
             )
         return cursor.rowcount == 1
 
+    async def serve_from(self, holder: str) -> None:
+        self._serving.acquire(holder)
+
     async def recover_in_flight(self) -> list[KeyRecord]:
-        # One gateway process per SQLite file: anything in flight at start-up was left by a crash.
+        # serve_from made this the one process serving the file: anything in flight was left by a crash.
         rows = self._db.execute(
             f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'"
         ).fetchall()
@@ -168,6 +173,7 @@ class SqliteStore:
 
     async def close(self) -> None:
         self._db.close()
+        self._serving.release()
 
 
 def _record(caller: str, key: str, row: tuple[Any, ...]) -> KeyRecord:

@@ -50,6 +50,9 @@ class TimedStore:
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
 
+    async def serve_from(self, holder: str) -> None:
+        await self.inner.serve_from(holder)
+
     async def recover_in_flight(self) -> list[KeyRecord]:
         return await self.inner.recover_in_flight()
 

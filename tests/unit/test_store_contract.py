@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from gateway.audit.chain import verify
+from gateway.errors import StoreInUse
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan
 from gateway.stores import Store, open_store
 
@@ -171,9 +172,27 @@ class StoreContract:
             async with store.lock("tn_a"), store.lock("tn_b"):
                 pass
 
+    async def test_this_process_may_serve_the_store_and_take_it_again(self, store: Store) -> None:
+        await store.serve_from("test process")
+        await store.serve_from("test process")
+        assert await store.recover_in_flight() == []
+
 
 class TestMemoryAndSqliteStores(StoreContract):
     """The contract against the stores of one process."""
+
+
+async def test_a_sqlite_store_is_served_by_one_process_until_it_closes(tmp_path: Path) -> None:
+    first, second = open_store(f"sqlite:{tmp_path}/gateway.db"), open_store(f"sqlite:{tmp_path}/gateway.db")
+    try:
+        await first.serve_from("the first (pid 1)")
+        with pytest.raises(StoreInUse, match=r"the first \(pid 1\)"):
+            await second.serve_from("the second (pid 2)")
+        await first.close()
+        await second.serve_from("the second (pid 2)")
+    finally:
+        await first.close()
+        await second.close()
 
 
 async def _assert_exclusive(stores: list[Store], target: str) -> None:
