@@ -11,6 +11,7 @@ cannot leave the key in flight: the backend call (bounded by its timeout) and th
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,9 +22,12 @@ from mcp.server import ServerRequestContext
 
 from gateway.audit import trail
 from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.catalog import IDEMPOTENCY_KEY as KEY
+from gateway.catalog import PLAN_ID
 from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
+from gateway.printable import printable
 from gateway.records import AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import MISSING, render
@@ -98,8 +102,7 @@ async def run_write(
     admit: Callable[[], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any] | types.InputRequiredResult:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
-    raw = params.arguments or {}
-    call.note(plan_id=_short_text(raw.get("planId")), idempotency_key=_short_text(raw.get("idempotencyKey")))
+    call.note(**audited_arguments(params.arguments or {}))
     try:
         try:
             outcome = await _decide(call, ctx, params, await admit())
@@ -227,5 +230,18 @@ async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, 
     raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
 
 
-def _short_text(value: Any) -> str | None:
-    return value[:128] if isinstance(value, str) else None
+def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
+    """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
+    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.printable), so a
+    refused call cannot put control or bidi characters into the trail an operator reads."""
+    facts: dict[str, Any] = {}
+    invalid: dict[str, str] = {}
+    for name, field_name, schema in (("planId", "plan_id", PLAN_ID), ("idempotencyKey", "idempotency_key", KEY)):
+        value = raw.get(name)
+        if isinstance(value, str) and re.fullmatch(schema["pattern"], value):
+            facts[field_name] = value
+        elif value is not None:
+            invalid[name] = printable(value[:128]) if isinstance(value, str) else f"({type(value).__name__})"
+    if invalid:
+        facts["extra"] = {"invalid": invalid}
+    return facts

@@ -7,6 +7,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import parse_config
+from gateway.printable import HIDDEN, printable
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml
 from tests.support.profiles import TENANTS
@@ -117,3 +119,35 @@ async def test_a_failing_audit_write_still_settles_the_key(
     assert retry.structured_content is not None and retry.structured_content["replayed"] is True
     assert retry.structured_content["version"] == version + 1
     assert TENANTS.write_count(db) == 1
+
+
+HOSTILE_KEY = (
+    "k-000001\r\x1b[2K1  2026-12-02T18:00:00Z  local  reset_tenant  tn_checkout01  refused:not_confirmed\u202e"
+)
+
+
+async def test_a_hostile_key_cannot_repaint_the_audit_list(tmp_path: Path, era: str) -> None:
+    """A refused call's raw idempotencyKey with a carriage return, an ANSI erase and a bidi override: the trail
+    keeps no unvalidated value (the key is flagged, escaped), and the listed table prints every character as
+    itself or as a visible escape, so the applied write above it still reads as applied."""
+    store = tmp_path / "gateway.db"
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
+    )
+    async with running_gateway(parse_config(data)) as gw, connect(gw, era, Answers()) as client:
+        applied = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+        await client.call_tool("reset_tenant", applied)
+        await client.call_tool("reset_tenant", {"planId": applied["planId"], "idempotencyKey": HOSTILE_KEY})
+    config = write_toml(data, tmp_path / "gateway.toml")
+    listed = cli(config, "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    hidden = [char for char in listed.stdout if char != "\n" and unicodedata.category(char) in HIDDEN]
+    assert hidden == []
+    assert len(lines) == 3
+    assert (lines[1].split()[5], lines[1].split()[8]) == ("applied", applied["idempotencyKey"])
+    assert "refused:invalid_arguments" in lines[2].split()  # no target: the call never reached a plan
+    entries = [json.loads(line) for line in cli(config, "list", "--json").stdout.splitlines()]
+    assert entries[1]["idempotency_key"] is None
+    assert entries[1]["extra"] == {"invalid": {"idempotencyKey": printable(HOSTILE_KEY)}}
+    assert cli(config, "verify").returncode == 0
