@@ -8,9 +8,7 @@ stays quick.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import ipaddress
-import json
 import logging
 import os
 import sys
@@ -63,8 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("--caller", help="only this caller")
     listing.add_argument("--since", help="only entries at or after this UTC time (2026-12-02T18:00:00Z)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
-    for sub in (listing, verify):
+    verify = audit_commands.add_parser("verify", help="check the keyed chain: edits, deletions, reordering")
+    verify.add_argument("--head", help="also check the chain still holds this SEQ:HASH (from `audit head`)")
+    verify.add_argument(
+        "--unkeyed-through",
+        type=int,
+        default=0,
+        metavar="SEQ",
+        help="accept unkeyed entries up to SEQ: those sealed before an upgrade keyed the chain",
+    )
+    head = audit_commands.add_parser("head", help="print the newest entry as SEQ:HASH, to keep outside the store")
+    trim = audit_commands.add_parser("trim", help="delete entries older than a time, leaving a checkpoint")
+    trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
+    for sub in (listing, verify, head, trim):
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.command == "call":
@@ -132,50 +141,23 @@ async def run_check(config: GatewayConfig, schemas: bool) -> int:
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
-    """The ``audit list`` and ``audit verify`` subcommands."""
-    from gateway.audit import chain, display
-    from gateway.stores import open_store
+    """The ``audit`` subcommands (gateway.audit_commands)."""
+    from gateway.audit_commands import run
 
-    if config.gateway.store == "memory":
-        print("mcp-safety-gateway audit: the memory store keeps no audit beyond its process", file=sys.stderr)
-        return 2
-    store = open_store(config.gateway.store)
-    try:
-        entries = [entry async for entry in store.audit_entries()]
-    finally:
-        await store.close()
-    if args.audit_command == "verify":
-        problems = chain.verify(entries)
-        for problem in problems:
-            print(f"FAIL  {problem}")
-        if problems:
-            return 1
-        head = entries[-1].hash if entries else "(empty)"
-        print(f"ok    {len(entries)} entries, chain intact, head {head}")
-        return 0
-    try:
-        since = datetime.fromisoformat(args.since.replace("Z", "+00:00")).timestamp() if args.since else None
-    except ValueError:
-        print(
-            f"mcp-safety-gateway audit: --since {args.since!r} is not a time like 2026-12-02T18:00:00Z", file=sys.stderr
-        )
-        return 2
-    shown = [e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=since)]
-    if args.json:
-        for entry in shown:
-            print(json.dumps(dataclasses.asdict(entry)))
-    else:
-        print(display.table(shown))
-    return 0
+    return await run(config, args)
 
 
-async def recover(gw: Gateway, serving: str) -> None:
-    """The start-up step of ``serve``: take the store for this process (a SQLite store refuses a second one, with
-    StoreInUse), then keys a crash left in flight read outcome_unknown, each with its audit entry."""
+def serving(how: str) -> str:
+    """This ``serve`` process, as a second one on the same SQLite store is told (gateway/stores/serving.py)."""
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"mcp-safety-gateway serve (pid {os.getpid()}, {how}, started {started})"
+
+
+async def recover(gw: Gateway) -> None:
+    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry.
+    It runs once the store is this process's (open_gateway's ``serving``)."""
     from gateway.audit.trail import recover
 
-    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    await gw.store.serve_from(f"mcp-safety-gateway serve (pid {os.getpid()}, {serving}, started {started})")
     await recover(gw.store, gw.clock())
 
 
@@ -186,8 +168,8 @@ async def serve_stdio(config: GatewayConfig) -> None:
     from gateway.runtime import open_gateway
     from gateway.server import build_server
 
-    async with open_gateway(config) as gw:
-        await recover(gw, "over stdio")
+    async with open_gateway(config, serving=serving("over stdio")) as gw:
+        await recover(gw)
         server = build_server(gw)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -200,8 +182,8 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
     from gateway.http.app import build_app
     from gateway.runtime import open_gateway
 
-    async with open_gateway(config) as gw:
-        await recover(gw, f"HTTP on http://{host}:{port}/mcp")
+    async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
+        await recover(gw)
         app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))

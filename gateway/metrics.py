@@ -5,6 +5,8 @@ gateway_tool_call_seconds{tool}                 time in the gateway, backend cal
 gateway_backend_call_seconds{action, result}    result: ok, error (isError), lost, unavailable
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
+gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
+                                                caller, code and minute, not one entry each: gateway.audit.floods)
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ class Metrics:
             "Time of each store operation.",
             ["operation"],
             buckets=FAST,
+            registry=self.registry,
+        )
+
+        self.refusals_before_plan = Counter(
+            "gateway_refusals_before_plan",
+            "Write calls refused before reaching a plan or key.",
+            ["tool", "code"],
             registry=self.registry,
         )
 

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.audit.chain import ChainKeys
 from gateway.stores.base import Store, StoreUnavailable
 
 __all__ = ["Store", "StoreUnavailable", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """Open the store a config URL names."""
+def open_store(url: str, keys: ChainKeys | None = None) -> Store:
+    """Open the store a config URL names; ``keys`` seal its audit chain (a random key for this process only when
+    None: fine for tests and throwaway stores, but nothing it seals verifies anywhere else)."""
     if url == "memory":
         from gateway.stores.memory import MemoryStore
 
-        return MemoryStore()
+        return MemoryStore(keys)
     if url.startswith("sqlite:"):
         from gateway.stores.sqlite import SqliteStore
 
-        return SqliteStore(Path(url.removeprefix("sqlite:")))
+        return SqliteStore(Path(url.removeprefix("sqlite:")), keys)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from gateway.stores.redis import RedisStore
 
-        return RedisStore(url)
+        return RedisStore(url, keys)
     raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH' or 'redis://…')")

@@ -43,8 +43,10 @@ class Store(Protocol):
         """Undo a claim whose write was never sent: forget the key, unmark the plan."""
         ...
 
-    async def settle(self, record: KeyRecord) -> None:
-        """Record the outcome under the key and delete the plan, atomically."""
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        """Record the outcome under the key and delete the plan, atomically. With ``entry``, append it to the
+        audit first: in the same transaction where the store has one (SQLite, memory: one fsync, and a crash
+        keeps both or neither), else just before (Redis). Returns the entry as stored (sealed), if any."""
         ...
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
@@ -67,8 +69,14 @@ class Store(Protocol):
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        """Append an entry, sealed into the hash chain (gateway/audit/chain.py) atomically."""
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        """Append an entry, sealed into the chain (gateway/audit/chain.py) atomically; returns it as stored."""
+        ...
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        """Delete the oldest entries, up to the first at or after ``before``, and append a checkpoint naming the
+        last one deleted (so the rest still verifies), in one atomic step; the checkpoint, or None if nothing
+        was older."""
         ...
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...

@@ -74,7 +74,7 @@ from redis.exceptions import OutOfMemoryError, ReadOnlyError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from gateway.audit.chain import sealed
+from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import StoreUnavailable
 from gateway.stores.locks import KeyedLocks
@@ -198,8 +198,9 @@ return 0
 class RedisStore:
     """Plans, keys, nonces, locks and the audit in one Redis shared by every replica."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, keys: ChainKeys | None = None) -> None:
         redis_url, self.lease, self.prefix = parse_url(url)
+        self._keys = keys or ChainKeys.ephemeral()
         self._redis = aioredis.Redis.from_url(
             redis_url,
             decode_responses=True,
@@ -265,7 +266,10 @@ class RedisStore:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         await self._script("release", keys, [self._token(record.target), record.key])
 
-    async def settle(self, record: KeyRecord) -> None:
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
+        # the key in flight, which reads unknown once its lock lapses, so no outcome is ever missing its entry.
+        stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
         if not settled:
@@ -274,6 +278,7 @@ class RedisStore:
                 record.key,
                 record.state,
             )
+        return stored
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         first = await self._call(
@@ -307,10 +312,42 @@ class RedisStore:
         key = self.prefix + "bucket:" + quote(bucket, safe="")
         return float(await self._script("take_token", [key], [repr(per_second), str(burst)]))
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        await self._call(self._append_chained(entry))
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return await self._call(self._append_chained(entry))
 
-    async def _append_chained(self, entry: AuditEntry) -> None:
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        return await self._call(self._trim_chained(before, now))
+
+    async def _trim_chained(self, before: float, now: float) -> AuditEntry | None:
+        # Like the append: the prefix is read under WATCH, and the trim and its checkpoint are one MULTI.
+        name = self.prefix + "audit"
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(name)
+                    cut, last, tail = 0, None, None
+                    while True:
+                        page = await pipe.lrange(name, cut, cut + AUDIT_PAGE - 1)
+                        older = [_load(AuditEntry, cast(str, body)) for body in page]
+                        older = older[: next((n for n, e in enumerate(older) if e.at >= before), len(older))]
+                        cut += len(older)
+                        last = older[-1] if older else last
+                        if len(older) < AUDIT_PAGE:
+                            break
+                    if last is None:
+                        return None  # leaving the pipeline's block unwatches
+                    tail_body = await pipe.lindex(name, -1)
+                    tail = _load(AuditEntry, cast(str, tail_body))
+                    stored = sealed(checkpoint(last, cut, before, now), tail, self._keys)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.ltrim(name, cut, -1)
+                    pipe.rpush(name, _dump(stored))
+                    await pipe.execute()
+                    return stored
+                except WatchError:
+                    continue
+
+    async def _append_chained(self, entry: AuditEntry) -> AuditEntry:
         # Optimistic: read the tail under WATCH, push the sealed entry in MULTI; another replica's push in
         # between aborts the transaction and this one re-reads the new tail.
         name = self.prefix + "audit"
@@ -319,11 +356,12 @@ class RedisStore:
                 try:
                     await pipe.watch(name)
                     tail = await pipe.lindex(name, -1)
-                    stored = sealed(entry, _load(AuditEntry, cast(str, tail)) if tail is not None else None)
+                    last = _load(AuditEntry, cast(str, tail)) if tail is not None else None
+                    stored = sealed(entry, last, self._keys)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.rpush(name, _dump(stored))
                     await pipe.execute()
-                    return
+                    return stored
                 except WatchError:
                     continue
 

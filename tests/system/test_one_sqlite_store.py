@@ -57,7 +57,7 @@ async def audit_of(config: Path, key: str) -> list[tuple[str, str | None]]:
 async def test_a_second_serve_on_one_sqlite_store_is_refused_and_the_first_ones_write_keeps_one_true_record(
     tmp_path: Path, era: str, second: str
 ) -> None:
-    config = write_config(PROFILE, tmp_path, *PROFILE.seed_demo, "--fault", "latency=3000")
+    config = write_config(PROFILE, tmp_path, *PROFILE.seed_demo, "--fault", "latency=8000")
     store, db = tmp_path / "gateway.db", tmp_path / "backend.db"
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
