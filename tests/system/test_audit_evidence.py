@@ -6,17 +6,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.config import parse_config
+from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
+from tests.support.configs import config_data, write_toml
+from tests.support.profiles import TENANTS
 from tests.system.test_audit import cli, trail, write_trail
 
 pytestmark = pytest.mark.anyio
 __all__ = ["trail"]  # the fixture, shared with test_audit
 
+FLOOD = 150
 OLD_KEY = "old-audit-key-0123456789abcdef0123456789"
 NEW_KEY = "new-audit-key-0123456789abcdef0123456789"
 
@@ -109,3 +115,27 @@ def _iso(at: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+async def test_a_flood_of_refusals_is_counted_and_audited_per_minute_not_row_by_row(tmp_path: Path, era: str) -> None:
+    store = tmp_path / "gateway.db"
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
+    )
+    async with running_gateway(parse_config(data)) as gw, connect(gw, era, Answers()) as client:
+        applied = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+        for _ in range(FLOOD):
+            missing = {"planId": "pl_" + secrets.token_urlsafe(16), "idempotencyKey": new_key()}
+            assert error_code(await client.call_tool("reset_tenant", missing)) == "plan_not_found"
+        assert not (await client.call_tool("reset_tenant", applied)).is_error
+        counted = gw.metrics.refusals_before_plan.labels("reset_tenant", "plan_not_found")
+        assert counted._value.get() == FLOOD
+    config = write_toml(data, tmp_path / "gateway.toml")
+    entries = [json.loads(line) for line in cli(config, "list", "--json").stdout.splitlines()]
+    refused = [entry for entry in entries if entry["code"] == "plan_not_found"]
+    assert len(refused) <= 4  # the first of each minute, and one entry with the repeats (a minute may turn once)
+    firsts = [entry for entry in refused if "repeats" not in entry["extra"]]
+    reports = [entry for entry in refused if "repeats" in entry["extra"]]
+    assert len(firsts) + sum(entry["extra"]["repeats"] for entry in reports) == FLOOD
+    assert [entry["outcome"] for entry in entries if entry["code"] is None] == ["applied"]
+    assert cli(config, "verify").returncode == 0
