@@ -86,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
+    if args.command in ("check", "serve"):
+        refusal = lease_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
     if args.command == "check":
         logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas)
@@ -121,6 +126,18 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
         f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
         "listens on a loopback address. Configure a verifier, or pass --insecure-listen-without-auth."
     )
+
+
+def lease_refusal(config: GatewayConfig) -> str | None:
+    """Why a Redis store's lock lease is too short for the longest write timeout, or None."""
+    from gateway.config import WriteTool
+    from gateway.stores.redis_url import lease_refusal
+
+    timeouts = {"backend.call_timeout_seconds": config.backend.call_timeout_seconds}
+    for name, tool in config.tools.items():
+        if isinstance(tool, WriteTool) and tool.call.timeout_seconds is not None:
+            timeouts[f"tools.{name}.call.timeout_seconds"] = tool.call.timeout_seconds
+    return lease_refusal(config.gateway.store, timeouts)
 
 
 def is_loopback(host: str) -> bool:

@@ -62,12 +62,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import anyio
 import redis.asyncio as aioredis
-from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, ReadOnlyError, WatchError
@@ -78,11 +78,10 @@ from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import StoreUnavailable
 from gateway.stores.locks import KeyedLocks
+from gateway.stores.redis_url import parse_url
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_SECONDS = 60.0
-DEFAULT_PREFIX = "gateway:"
 AUDIT_PAGE = 500
 # A Redis that is down, unreachable, full (maxmemory with noeviction) or demoted to a read-only replica.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
@@ -199,14 +198,27 @@ class RedisStore:
     """Plans, keys, nonces, locks and the audit in one Redis shared by every replica."""
 
     def __init__(self, url: str, keys: ChainKeys | None = None) -> None:
-        redis_url, self.lease, self.prefix = parse_url(url)
+        self.config = parse_url(url)
+        self.lease, self.prefix = self.config.lease, self.config.prefix
         self._keys = keys or ChainKeys.ephemeral()
-        self._redis = aioredis.Redis.from_url(
-            redis_url,
-            decode_responses=True,
-            # Fail closed within seconds when Redis is gone, rather than after redis-py's ten retries.
-            retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=3),
-        )
+        # Fail closed within seconds when Redis is gone or stalled: a socket timeout (parse_url's default) and a
+        # few quick retries, rather than redis-py's wait forever.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=self.config.retries)
+        self._sentinel: Sentinel | None = None
+        if self.config.sentinels:
+            options = _socket_options(self.config.options)
+            self._sentinel = Sentinel(self.config.sentinels, sentinel_kwargs=options)  # type: ignore[no-untyped-call]
+            self._redis: aioredis.Redis = self._sentinel.master_for(
+                self.config.service,
+                decode_responses=True,
+                retry=retry,
+                db=self.config.db,
+                username=self.config.username,
+                password=self.config.password,
+                **self.config.options,
+            )
+        else:
+            self._redis = aioredis.Redis.from_url(self.config.url, decode_responses=True, retry=retry)
         self._scripts = {
             name: self._redis.register_script(text)
             for name, text in [
@@ -253,7 +265,14 @@ class RedisStore:
         ]
         owner = self._token(record.target)
         args = [_dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key]
-        answer = await self._script("claim", keys, args)
+        answer, acknowledged = await self._claim_replicated(keys, args)
+        if answer[0] == "claimed" and acknowledged < self.config.min_replicas:
+            # Replication is asynchronous: a claim only the primary holds can vanish in a failover, and the key be
+            # claimed again. Fail closed before anything is sent.
+            await self.release(record)
+            raise StoreUnavailable(
+                f"the claim reached {acknowledged} of {self.config.min_replicas} Redis replicas in time"
+            )
         if answer[0] == "claimed":
             return Claim(claimed=True)
         if answer[0] == "existing":
@@ -261,6 +280,16 @@ class RedisStore:
         if answer[0] == "fenced":
             log.warning("lock on %s lapsed before the claim of a key; the key was not claimed", record.target)
         return Claim(claimed=False, plan_busy=True)
+
+    async def _claim_replicated(self, keys: list[str], args: list[str]) -> tuple[Any, int]:
+        """The claim script, then (on the same connection, in one pipeline) WAIT for ``min_replicas``."""
+        if not self.config.min_replicas:
+            return await self._script("claim", keys, args), 0
+        async with self._redis.pipeline(transaction=False) as pipe:
+            await self._scripts["claim"](keys=keys, args=args, client=pipe)  # queued, sent by execute()
+            pipe.execute_command("WAIT", self.config.min_replicas, int(self.config.replica_wait * 1000))
+            answer, acknowledged = await self._call(pipe.execute())
+        return answer, int(acknowledged)
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
@@ -481,25 +510,9 @@ async def _beside(task: Callable[..., Coroutine[Any, Any, None]], *args: Any) ->
         raise
 
 
-def parse_url(url: str) -> tuple[str, float, str]:
-    """Split a store URL into redis-py's URL, the lock lease in seconds and the key prefix."""
-    parts = urlsplit(url)
-    ours: dict[str, str] = {}
-    theirs: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in {"lock_lease", "prefix"}:
-            ours[name] = value
-        elif name in URL_QUERY_ARGUMENT_PARSERS:
-            theirs.append((name, value))
-        else:
-            raise ValueError(f"gateway.store: unknown parameter {name!r} in the Redis URL")
-    try:
-        lease = float(ours.get("lock_lease", DEFAULT_LEASE_SECONDS))
-    except ValueError:
-        raise ValueError("gateway.store: lock_lease must be a number of seconds") from None
-    if not lease > 0:
-        raise ValueError("gateway.store: lock_lease must be positive")
-    return urlunsplit(parts._replace(query=urlencode(theirs))), lease, ours.get("prefix", DEFAULT_PREFIX)
+def _socket_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The timeouts that also apply to asking the sentinels."""
+    return {name: value for name, value in options.items() if name.startswith("socket_")}
 
 
 def _glob_escape(text: str) -> str:
