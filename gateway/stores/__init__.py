@@ -25,8 +25,8 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
         from gateway.stores.sqlite import SqliteStore
 
         return SqliteStore(Path(url.removeprefix("sqlite:")), keys)
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(("redis://", "rediss://", "unix://", "redis+sentinel://")):
         from gateway.stores.redis import RedisStore
 
         return RedisStore(url, keys)
-    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH' or 'redis://…')")
+    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH', 'redis://…' or 'redis+sentinel://…')")
