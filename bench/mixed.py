@@ -1,12 +1,14 @@
 """Mixed load: read latency while 8 callers run confirmed writes, on the SQLite store (the default), where every
 claim, settle and audit entry is an fsync.
 
-One gateway process (SQLite store, stdio backend with bulk tenants). Three windows per round, interleaved over
-rounds so that a noisy neighbour hits each alike: *idle* (one lean reader calling ``list_tenants`` closed-loop),
-*mixed* (the same reader while 8 writers run preview + confirmed ``reset_tenant``) and *writes alone* (the 8
-writers without the reader). The writers run in a child process (``python -m bench.mixed writers URL N S``) so
-that their SDK clients' CPU is not billed to the reader's latencies; each writer resets its own tenants, so no two
-race for a lock. Writes use the 2026-07-28 era (an ``InputRequiredResult`` round, then the retry that applies).
+Two gateway processes side by side, one on the SQLite store and one on the memory store (no store I/O at all:
+the floor this machine allows), each with a stdio backend and bulk tenants of its own. Three windows per store
+and round, the stores alternating, so that a noisy neighbour hits each alike: *idle* (one lean reader calling
+``list_tenants`` closed-loop), *mixed* (the same reader while 8 writers run preview + confirmed
+``reset_tenant``) and *writes alone* (the 8 writers without the reader). The writers run in a child process
+(``python -m bench.mixed writers URL N S``) so that their SDK clients' CPU is not billed to the reader's
+latencies; each writer resets its own tenants, so no two race for a lock. Writes use the 2026-07-28 era (an
+``InputRequiredResult`` round, then the retry that applies).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import subprocess
 import sys
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,45 +36,83 @@ TENANTS = WRITERS * 16
 """Few tenants: list_tenants reads the backend's whole (unbounded) list, and it should stay a cheap read."""
 
 
+STORES = ("sqlite", "memory")
+
+
 def run(work: Path, *, rounds: int, seconds: float, log: Any) -> dict[str, Any]:
-    """Read latency idle and under write load, and writes per second with and without the reader."""
-    db = work / "mixed.db"
+    """Per store: read latency idle and under write load, and writes per second with and without the reader.
+    SQLite is the one measured; memory, the same load with no store I/O at all, is the floor the machine allows.
+    The two gateways run side by side and their windows alternate in every round."""
+    read = partial(_call, name=PAGE_CALL[0], arguments=PAGE_CALL[1])
+    totals = {store: _Totals() for store in STORES}
+    with ExitStack() as stack:
+        servers = {store: stack.enter_context(_gateway(work, store)) for store in STORES}
+        for round_number in range(rounds):
+            for store in STORES if round_number % 2 == 0 else reversed(STORES):
+                url, total = servers[store].url, totals[store]
+                total.idle.add(anyio.run(_reads, url, read, seconds))
+                with _WriterRun(url, seconds) as writer:
+                    total.mixed.add(anyio.run(_reads, url, read, seconds))
+                total.count("mixed", writer)
+                with _WriterRun(url, seconds) as writer:
+                    pass
+                total.count("alone", writer)
+            log(f"  round {round_number + 1}/{rounds} done")
+    results = {store: totals[store].summary() for store in STORES}
+    for store, result in results.items():
+        log(
+            f"  {store}: read p99 idle {result['idle_read']['p99_ms']} ms, under {WRITERS} writers "
+            f"{result['mixed_read']['p99_ms']} ms (x{result['read_p99_ratio']}); median x{result['read_median_ratio']};"
+            f" confirmed writes/s at {WRITERS} callers {result['writes_per_s_alone']} alone, "
+            f"{result['writes_per_s_with_reader']} beside the reader; errors {result['write_errors']}"
+        )
+    return results
+
+
+def _gateway(work: Path, store: str) -> Any:
+    """A gateway on its own backend database with ``store``, no rate limit (one caller runs 8 writers)."""
+    db = work / f"mixed-{store}.db"
     procs.seed_database(db, tenants=TENANTS)
     config = procs.gateway_config(
-        work / "mixed.toml", db, store=f"sqlite:{work}/mixed-store.db", tenants=TENANTS, state_dir=work / "state"
+        work / f"mixed-{store}.toml",
+        db,
+        store=f"sqlite:{work}/mixed-store.db" if store == "sqlite" else "memory",
+        tenants=TENANTS,
+        state_dir=work / "state",
     )
     # TOML has no null, so the default per-caller limit (20 calls/s) would refuse one caller's 8 writers.
     with config.open("a") as toml:
         toml.write("\n[rate_limits.per_caller]\nper_second = 1000000\nburst = 1000000\n")
-    idle, mixed = Sample(), Sample()
-    writes = {"mixed": [0, 0.0, 0], "alone": [0, 0.0, 0]}  # ops, seconds, errors
-    read = partial(_call, name=PAGE_CALL[0], arguments=PAGE_CALL[1])
-    with procs.gateway(config, work, name="gateway-mixed") as server:
-        for round_number in range(rounds):
-            idle.add(anyio.run(_reads, server.url, read, seconds))
-            with _WriterRun(server.url, seconds) as writer:
-                mixed.add(anyio.run(_reads, server.url, read, seconds))
-            _count(writes["mixed"], writer)
-            with _WriterRun(server.url, seconds) as writer:
-                pass
-            _count(writes["alone"], writer)
-            log(f"  round {round_number + 1}/{rounds} done {writer.counts.get('first_error') or ''}")
-    result: dict[str, Any] = {
-        "idle_read": idle.summary(),
-        "mixed_read": mixed.summary(),
-        "writes_per_s_with_reader": round(writes["mixed"][0] / writes["mixed"][1], 1),
-        "writes_per_s_alone": round(writes["alone"][0] / writes["alone"][1], 1),
-        "write_errors": writes["mixed"][2] + writes["alone"][2],
-    }
-    result["read_p99_ratio"] = round(result["mixed_read"]["p99_ms"] / result["idle_read"]["p99_ms"], 2)
-    result["read_median_ratio"] = round(result["mixed_read"]["median_ms"] / result["idle_read"]["median_ms"], 2)
-    log(
-        f"  read p99 idle {result['idle_read']['p99_ms']} ms, under {WRITERS} writers {result['mixed_read']['p99_ms']}"
-        f" ms (x{result['read_p99_ratio']}); median x{result['read_median_ratio']}; confirmed writes/s at {WRITERS}"
-        f" callers {result['writes_per_s_alone']} alone, {result['writes_per_s_with_reader']} beside the reader;"
-        f" errors {result['write_errors']}"
-    )
-    return result
+    return procs.gateway(config, work, name=f"gateway-mixed-{store}")
+
+
+class _Totals:
+    """One store's pooled windows."""
+
+    def __init__(self) -> None:
+        self.idle, self.mixed = Sample(), Sample()
+        self.writes = {"mixed": [0, 0.0, 0], "alone": [0, 0.0, 0]}  # ops, seconds, errors
+        self.first_error: str | None = None
+
+    def count(self, window: str, writer: _WriterRun) -> None:
+        total = self.writes[window]
+        total[0] += writer.counts["ops"]
+        total[1] += writer.counts["seconds"]
+        total[2] += writer.counts["errors"]
+        self.first_error = self.first_error or next(iter(writer.counts["first_error"]), None)
+
+    def summary(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "idle_read": self.idle.summary(),
+            "mixed_read": self.mixed.summary(),
+            "writes_per_s_with_reader": round(self.writes["mixed"][0] / self.writes["mixed"][1], 1),
+            "writes_per_s_alone": round(self.writes["alone"][0] / self.writes["alone"][1], 1),
+            "write_errors": self.writes["mixed"][2] + self.writes["alone"][2],
+            "first_write_error": self.first_error,
+        }
+        result["read_p99_ratio"] = round(result["mixed_read"]["p99_ms"] / result["idle_read"]["p99_ms"], 2)
+        result["read_median_ratio"] = round(result["mixed_read"]["median_ms"] / result["idle_read"]["median_ms"], 2)
+        return result
 
 
 async def _reads(url: str, read: Any, seconds: float) -> Sample:
@@ -97,12 +137,6 @@ class _WriterRun:
     def __exit__(self, *exc: object) -> None:
         out, _ = self.child.communicate(timeout=300)
         self.counts = json.loads(out)
-
-
-def _count(total: list[Any], writer: _WriterRun) -> None:
-    total[0] += writer.counts["ops"]
-    total[1] += writer.counts["seconds"]
-    total[2] += writer.counts["errors"]
 
 
 async def writers_main(url: str, count: int, seconds: float) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """State the write path keeps between calls: plans, idempotency records, nonces, locks, rate buckets, audit.
 
-``open_store(url)`` picks the implementation: ``memory``, ``sqlite:PATH`` or ``redis://…`` (shared by replicas).
+``open_store(url, keys)`` picks the implementation: ``memory``, ``sqlite:PATH``, or ``redis://…`` /
+``redis+sentinel://…`` (shared by replicas); ``keys`` seal its audit chain (gateway.audit.chain).
 Each is imported only when configured, so importing the interface loads no database driver.
 """
 
@@ -29,4 +30,7 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
         from gateway.stores.redis import RedisStore
 
         return RedisStore(url, keys)
-    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH', 'redis://…' or 'redis+sentinel://…')")
+    raise ValueError(
+        f"gateway.store: unsupported store URL {url!r} "
+        "(use 'memory', 'sqlite:PATH', 'redis://…' or 'redis+sentinel://…')"
+    )

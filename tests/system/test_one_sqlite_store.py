@@ -8,17 +8,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.clients import Answers, error_code, new_key, preview
+from tests.support.clients import Answers, error_code, http_client, new_key, preview
 from tests.support.configs import write_config
-from tests.support.processes import PYTHON, free_port, serve, serve_args
+from tests.support.processes import PYTHON, free_port, serve, serve_args, until
 from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
@@ -26,25 +23,10 @@ pytestmark = pytest.mark.anyio
 PROFILE = TENANTS  # the store is under test, not the mapping
 
 
-def client_of(era: str, url: str, answers: Answers) -> Client:
-    if era == "2025-11-25":
-        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
-    return Client(url, elicitation_callback=answers)
-
-
 def key_state(store: Path, key: str) -> str | None:
     with sqlite3.connect(store) as conn:
         row = conn.execute("SELECT state FROM idempotency WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
-
-
-async def until(condition: Callable[[], bool], seconds: float = 60) -> None:
-    """Poll another process's state (its SQLite file) until ``condition`` holds."""
-    with anyio.fail_after(seconds):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.02)
 
 
 async def audit_of(config: Path, key: str) -> list[tuple[str, str | None]]:
@@ -62,14 +44,14 @@ async def test_a_second_serve_on_one_sqlite_store_is_refused_and_the_first_ones_
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     async with serve(config, port) as first:
-        async with client_of(era, url, Answers()) as client:
+        async with http_client(era, url, Answers()) as client:
             plan = await preview(client, PROFILE)
             rival = await preview(client, PROFILE)  # planned at the same version: one of the two must be stale
         args = {"planId": plan["planId"], "idempotencyKey": new_key()}
         results = []
 
         async def write() -> None:
-            async with client_of(era, url, Answers()) as writer:
+            async with http_client(era, url, Answers()) as writer:
                 results.append(await writer.call_tool(PROFILE.write_tool, args))
 
         async with anyio.create_task_group() as tasks:
@@ -83,7 +65,7 @@ async def test_a_second_serve_on_one_sqlite_store_is_refused_and_the_first_ones_
             assert f"pid {first.pid}" in refused.stderr.decode()  # the sentence names the process holding it
             assert key_state(store, args["idempotencyKey"]) == "in_flight"  # not settled unknown by the second
         assert results[0].structured_content is not None and results[0].structured_content["replayed"] is False
-        async with client_of(era, url, Answers()) as client:
+        async with http_client(era, url, Answers()) as client:
             stale = await client.call_tool(PROFILE.write_tool, {"planId": rival["planId"], "idempotencyKey": new_key()})
         assert error_code(stale) == "plan_stale"
     assert PROFILE.write_count(db) == 1
@@ -92,7 +74,7 @@ async def test_a_second_serve_on_one_sqlite_store_is_refused_and_the_first_ones_
     # The first one stopped: the store is free again, and nothing was left in flight to recover.
     port = free_port()
     async with serve(config, port, stderr=subprocess.PIPE) as again:
-        async with client_of(era, f"http://127.0.0.1:{port}/mcp", Answers()) as client:
+        async with http_client(era, f"http://127.0.0.1:{port}/mcp", Answers()) as client:
             replay = await client.call_tool(PROFILE.write_tool, args)
         assert replay.structured_content is not None and replay.structured_content["replayed"] is True
         assert again.poll() is None

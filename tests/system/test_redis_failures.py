@@ -16,24 +16,16 @@ import anyio
 import mcp.types as types
 import pytest
 import redis
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.clients import Answers, error_code, new_key, preview
+from tests.support.clients import error_code, http_client, new_key, preview
 from tests.support.configs import config_data, write_toml
-from tests.support.processes import PYTHON, free_port, http_backend, serve
+from tests.support.processes import PYTHON, free_port, http_backend, serve, until
 from tests.support.profiles import TENANTS
 from tests.support.redis import redis_process, sentinel_group
 
 pytestmark = pytest.mark.anyio
 
 PROFILE = TENANTS  # the store is under test, not the mapping
-
-
-def client_of(era: str, url: str, answers: Answers | None = None) -> Client:
-    if era == "2025-11-25":
-        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers or Answers())
-    return Client(url, elicitation_callback=answers or Answers())
 
 
 def gateway_toml(tmp: Path, store: str, backend_port: int, **backend: Any) -> Path:
@@ -48,15 +40,6 @@ def gateway_toml(tmp: Path, store: str, backend_port: int, **backend: Any) -> Pa
     return write_toml(data, tmp / "gateway.toml")
 
 
-async def until(condition: Callable[[], bool], seconds: float = 60) -> None:
-    """Poll another process's state until ``condition`` holds."""
-    with anyio.fail_after(seconds):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.05)
-
-
 async def test_a_paused_redis_refuses_calls_within_seconds_and_recovers_by_itself(tmp_path: Path, era: str) -> None:
     db, redis_port, backend_port, port = tmp_path / "backend.db", free_port(), free_port(), free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -65,7 +48,7 @@ async def test_a_paused_redis_refuses_calls_within_seconds_and_recovers_by_itsel
         async with (
             http_backend(PROFILE, db, backend_port, *PROFILE.seed_demo),
             serve(gateway_toml(tmp_path, store, backend_port), port),
-            client_of(era, url) as client,
+            http_client(era, url) as client,
         ):
             args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
             os.kill(server.pid, signal.SIGSTOP)  # stopped, its connections still open
@@ -105,7 +88,7 @@ async def test_a_claim_no_replica_acknowledged_is_refused_and_a_failover_mid_wri
         async with (
             http_backend(PROFILE, db, backend_port, *PROFILE.seed_demo, "--fault", "latency=3000"),
             serve(gateway_toml(tmp_path, store, backend_port, call_timeout_seconds=5), port),
-            client_of(era, url) as client,
+            http_client(era, url) as client,
         ):
             # The replica stopped: no acknowledgement within replica_wait, so the claim is taken back, nothing sent.
             args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
@@ -124,7 +107,7 @@ async def test_a_claim_no_replica_acknowledged_is_refused_and_a_failover_mid_wri
             results: list[types.CallToolResult] = []
 
             async def write() -> None:
-                async with client_of(era, url) as writer:
+                async with http_client(era, url) as writer:
                     results.append(await writer.call_tool(PROFILE.write_tool, args))
 
             async with anyio.create_task_group() as tasks:

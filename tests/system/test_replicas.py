@@ -37,7 +37,7 @@ from gateway.chaos import ENV_VAR, POINTS
 from gateway.stores.redis import RedisStore
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml
-from tests.support.processes import free_port, http_backend, process, wait_for_port
+from tests.support.processes import free_port, http_backend, process, until, wait_for_port
 from tests.support.profiles import TENANTS
 from tests.support.redis import redis_process
 
@@ -145,15 +145,6 @@ async def spread(balancer: Balancer, answers: Answers | None = None) -> AsyncIte
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "backend.db"
-
-
-async def until(condition: Callable[[], bool], seconds: float = 30) -> None:
-    """Poll another process's state (a file, the backend's database) until ``condition`` holds."""
-    with anyio.fail_after(seconds):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.02)
 
 
 def result_body(result: types.CallToolResult) -> dict[str, Any]:
