@@ -1,9 +1,9 @@
 """The shared store: several gateway replicas keep plans, keys, nonces, locks and the audit in one Redis.
 
-``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS).
-``lock_lease`` and ``prefix`` are ours; every other query parameter is redis-py's (``socket_timeout``, ...).
-Use one Redis primary at a stable address (standalone, or failed over by Sentinel behind a DNS name or VIP),
-not Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
+``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS), or
+``redis+sentinel://h1:26379,h2:26379,h3:26379/SERVICE/0?...``; gateway/stores/redis_url.py says which query
+parameters are ours and which redis-py's. Use one Redis primary (standalone, or failed over by Sentinel), not
+Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
 back ignoring unknown fields, so adding a field to Plan, KeyRecord or AuditEntry breaks neither old records nor
 a rolling upgrade.
 
@@ -14,7 +14,7 @@ Keys, under ``prefix``::
     nonce:<nonce>          string                                    SET NX PX: single use within its TTL
     lock:<target>          string  "<fence>:<random>" of the holder  SET PX lease, renewed while held
     fence:<target>         integer                                   INCR on every acquire, never reset
-    audit                  list    one AuditEntry JSON per decision  RPUSH
+    audit                  list    one AuditEntry JSON per decision  RPUSH; trim: LTRIM + checkpoint, one MULTI
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
@@ -38,17 +38,27 @@ task (a context variable); a token that is no longer the lock's value is a stale
 - ``recover_in_flight`` at start-up applies the same rule to every key. It cannot settle everything in flight
   as SQLite does: the other replicas are still running.
 
-Guarantee: one key never reaches the backend twice (the claim is atomic and a claimed key never returns to
-free unless its call was never sent). For one target, writes through gateways are serialised by the lock and
-the version re-check under it, as long as a holder's write finishes while it holds the lease: a live holder
-renews it, and the lease (default 60 s) must comfortably exceed the backend call timeout, so that the write of
-a holder that died mid-call has landed or failed before another replica can take the target. The store cannot
+Replication. A claim is followed on the same connection by ``WAIT min_replicas replica_wait`` (1 replica by
+default with Sentinel): a claim no replica acknowledged in time is released and the call refused, so a failover
+to a replica cannot lose a claim whose write was then sent. Settles and audit entries are not waited for: one
+lost in a failover leaves the key in flight, which reads ``unknown`` once its lock lapses.
+
+Guarantee: one key never reaches the backend twice (the claim is atomic, replicated before the call, and a
+claimed key never returns to free unless its call was never sent). For one target, writes through gateways are
+serialised by the lock and the version re-check under it, as long as a holder's write finishes while it holds
+the lease: a live holder renews it, and the lease (default 60 s) must exceed the longest write timeout by more
+than 10 s (``check`` and ``serve`` refuse a config where it does not), so that the write of a holder that died
+mid-call has landed or failed before another replica can take the target. The store cannot
 stop a write already sent: the legacy backend takes no fence token, so a holder stalled between its claim and
 its backend call for longer than the lease could still race the next holder. Durability is Redis's: use AOF
 (docs/deployment.md) or a restart forgets keys.
 
 Connection loss fails closed: every operation raises StoreUnavailable, which the write path turns into a
-refusal before anything is sent; redis-py reconnects on the next call. Lock release and renewal never raise.
+refusal before anything is sent; redis-py reconnects on the next call. A Redis that stops answering with its
+connections open (paused) fails the same way within ``socket_timeout`` times ``1 + retries`` (1 s and 2 by
+default). Lock release and renewal never raise. The audit entry of a write's outcome is appended just before its
+settle (a Lua script cannot compute the chain's HMAC), so a crash in between leaves the entry and a key in
+flight that later reads ``unknown``.
 """
 
 from __future__ import annotations

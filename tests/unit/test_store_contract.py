@@ -144,9 +144,9 @@ class StoreContract:
             AuditEntry(at=time.time() + n, caller="alice", tool="reset_tenant", outcome=outcome, extra={"n": n})
             for n, outcome in enumerate(["refused", "applied", "replayed"])
         ]
-        for entry in entries:
-            await store.append_audit(entry)
+        returned = [await store.append_audit(entry) for entry in entries]
         stored = [entry async for entry in store.audit_entries()]
+        assert returned == stored  # each as stored: sealed, numbered
         assert [replace(entry, seq=0, prev_hash="", hash="", key_id="") for entry in stored] == entries
         assert [entry.seq for entry in stored] == [1, 2, 3]
         assert {entry.key_id for entry in stored} == {KEYS.sealing.id}
