@@ -47,7 +47,7 @@ Guarantee: one key never reaches the backend twice (the claim is atomic, replica
 claimed key never returns to free unless its call was never sent). For one target, writes through gateways are
 serialised by the lock and the version re-check under it, as long as a holder's write finishes while it holds
 the lease: a live holder renews it, and the lease (default 60 s) must exceed the longest write timeout by more
-than 10 s (``check`` and ``serve`` refuse a config where it does not), so that the write of a holder that died
+than 5 s (``check`` and ``serve`` refuse a config where it does not), so that the write of a holder that died
 mid-call has landed or failed before another replica can take the target. The store cannot
 stop a write already sent: the legacy backend takes no fence token, so a holder stalled between its claim and
 its backend call for longer than the lease could still race the next holder. Durability is Redis's: use AOF
@@ -416,6 +416,8 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
+        for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
+            await sentinel.aclose()
 
     @asynccontextmanager
     async def _hold(self, target: str) -> AsyncIterator[None]:

@@ -26,9 +26,9 @@ DEFAULT_PREFIX = "gateway:"
 DEFAULT_RETRIES = 2
 DEFAULT_REPLICA_WAIT = 0.5
 DEFAULT_SOCKET_TIMEOUT = "1"
-LEASE_MARGIN_SECONDS = 10.0
-"""How much longer than the longest write timeout a lock lease must be: the backend call's own timeout, and
-then time to record its outcome, before another replica may take the target."""
+LEASE_MARGIN_SECONDS = 5.0
+"""How much longer than the longest write timeout a lock lease must be: once the backend call's own timeout has
+passed, time to record its outcome before another replica may take the target."""
 SENTINEL_SCHEME = "redis+sentinel"
 OURS = {"lock_lease", "prefix", "retries", "min_replicas", "replica_wait"}
 
