@@ -8,11 +8,10 @@ stays quick.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import logging
+import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import anyio
@@ -69,8 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("--caller", help="only this caller")
     listing.add_argument("--since", help="only entries at or after this UTC time (2026-12-02T18:00:00Z)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
-    for sub in (listing, verify):
+    verify = audit_commands.add_parser("verify", help="check the keyed chain: edits, deletions, reordering")
+    verify.add_argument("--head", help="also check the chain still holds this SEQ:HASH (from `audit head`)")
+    verify.add_argument(
+        "--unkeyed-through",
+        type=int,
+        default=0,
+        metavar="SEQ",
+        help="accept unkeyed entries up to SEQ: those sealed before an upgrade keyed the chain",
+    )
+    head = audit_commands.add_parser("head", help="print the newest entry as SEQ:HASH, to keep outside the store")
+    trim = audit_commands.add_parser("trim", help="delete entries older than a time, leaving a checkpoint")
+    trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
+    for sub in (listing, verify, head, trim):
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
     approvals.add_argument("action", choices=["list", "approve", "reject"])
@@ -101,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
+    if args.command in ("check", "serve"):
+        refusal = lease_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
     if args.command == "check":
         logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas, args.explain)
@@ -108,18 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
-    if args.stdio:
-        refusal = stdio_refusal(config)
-        if refusal is not None:
-            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
-            return 2
-        anyio.run(serve_stdio, config)
-        return 0
-    refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
+    from gateway.errors import StoreInUse
+
+    insecure = args.insecure_listen_without_auth
+    refusal = stdio_refusal(config) if args.stdio else bind_refusal(args.host, config, insecure)
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
-    anyio.run(serve_http, config, args.host, args.port, args.insecure_listen_without_auth)
+    try:
+        if args.stdio:
+            anyio.run(serve_stdio, config)
+        else:
+            anyio.run(serve_http, config, args.host, args.port, insecure)
+    except StoreInUse as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -144,13 +162,28 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
 
 def stdio_refusal(config: GatewayConfig) -> str | None:
     """Why the gateway will not serve over stdio with this config, or None."""
-    url_tools = [name for name, tool in config.tools.items() if getattr(tool, "confirm", None) == "url"]
+    from gateway.config import WriteTool
+
+    url_tools = [name for name, tool in config.tools.items() if isinstance(tool, WriteTool) and "url" in tool.modes()]
     if url_tools and config.approvals.public_url is None:
         return (
-            f"tools.{url_tools[0]}.confirm is 'url', and over stdio this process serves no approval page: set "
-            "approvals.public_url to the address of a gateway that serves it over HTTP on the same store"
+            f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and over "
+            "stdio this process serves no approval page: set approvals.public_url to the address of a gateway that "
+            "serves it over HTTP on the same store"
         )
     return None
+
+
+def lease_refusal(config: GatewayConfig) -> str | None:
+    """Why a Redis store's lock lease is too short for the longest write timeout, or None."""
+    from gateway.config import WriteTool
+    from gateway.stores.redis_url import lease_refusal
+
+    timeouts = {"backend.call_timeout_seconds": config.backend.call_timeout_seconds}
+    for name, tool in config.tools.items():
+        if isinstance(tool, WriteTool) and tool.call.timeout_seconds is not None:
+            timeouts[f"tools.{name}.call.timeout_seconds"] = tool.call.timeout_seconds
+    return lease_refusal(config.gateway.store, timeouts)
 
 
 async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | None = None) -> int:
@@ -161,45 +194,21 @@ async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | N
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
-    """The ``audit list`` and ``audit verify`` subcommands."""
-    from gateway.audit import chain, display
-    from gateway.stores import open_store
+    """The ``audit`` subcommands (gateway.audit_commands)."""
+    from gateway.audit_commands import run
 
-    if config.gateway.store == "memory":
-        print("mcp-safety-gateway audit: the memory store keeps no audit beyond its process", file=sys.stderr)
-        return 2
-    store = open_store(config.gateway.store)
-    try:
-        entries = [entry async for entry in store.audit_entries()]
-    finally:
-        await store.close()
-    if args.audit_command == "verify":
-        problems = chain.verify(entries)
-        for problem in problems:
-            print(f"FAIL  {problem}")
-        if problems:
-            return 1
-        head = entries[-1].hash if entries else "(empty)"
-        print(f"ok    {len(entries)} entries, chain intact, head {head}")
-        return 0
-    try:
-        since = datetime.fromisoformat(args.since.replace("Z", "+00:00")).timestamp() if args.since else None
-    except ValueError:
-        print(
-            f"mcp-safety-gateway audit: --since {args.since!r} is not a time like 2026-12-02T18:00:00Z", file=sys.stderr
-        )
-        return 2
-    shown = [e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=since)]
-    if args.json:
-        for entry in shown:
-            print(json.dumps(dataclasses.asdict(entry)))
-    else:
-        print(display.table(shown))
-    return 0
+    return await run(config, args)
+
+
+def serving(how: str) -> str:
+    """This ``serve`` process, as a second one on the same SQLite store is told (gateway/stores/serving.py)."""
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"mcp-safety-gateway serve (pid {os.getpid()}, {how}, started {started})"
 
 
 async def recover(gw: Gateway) -> None:
-    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry."""
+    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry.
+    It runs once the store is this process's (open_gateway's ``serving``)."""
     from gateway.audit.trail import recover
 
     await recover(gw.store, gw.clock())
@@ -212,7 +221,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
     from gateway.runtime import open_gateway
     from gateway.server import build_server
 
-    async with open_gateway(config) as gw:
+    async with open_gateway(config, serving=serving("over stdio")) as gw:
         await recover(gw)
         server = build_server(gw)
         async with stdio_server() as (read_stream, write_stream):
@@ -227,7 +236,7 @@ async def serve_http(config: GatewayConfig, host: str, port: int, insecure: bool
     from gateway.http.app import build_app
     from gateway.runtime import open_gateway
 
-    async with open_gateway(config) as gw:
+    async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
         await recover(gw)
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"

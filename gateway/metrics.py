@@ -8,6 +8,8 @@ gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
 gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
+gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
+                                                caller, code and minute, not one entry each: gateway.audit.floods)
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ class Metrics:
             "Time from an approval's request to the decision that settled it.",
             ["decision"],
             buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600),
+            registry=self.registry,
+        )
+        self.refusals_before_plan = Counter(
+            "gateway_refusals_before_plan",
+            "Write calls refused before reaching a plan or key.",
+            ["tool", "code"],
             registry=self.registry,
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from gateway.principal import readable
+from gateway.printable import columns
 from gateway.records import AuditEntry
 
 
@@ -23,7 +24,7 @@ def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since:
 
 
 def table(entries: list[AuditEntry]) -> str:
-    """Entries as aligned columns, oldest first."""
+    """Entries as aligned columns, oldest first, every cell escaped (gateway.printable)."""
     rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "key")]
     for entry in entries:
         outcome = (
@@ -45,7 +46,4 @@ def table(entries: list[AuditEntry]) -> str:
                 entry.idempotency_key or "",
             )
         )
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return columns(rows)

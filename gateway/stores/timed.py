@@ -44,11 +44,14 @@ class TimedStore:
     async def release(self, record: KeyRecord) -> None:
         await self._timed("release", self.inner.release(record))
 
-    async def settle(self, record: KeyRecord) -> None:
-        await self._timed("settle", self.inner.settle(record))
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        return await self._timed("settle", self.inner.settle(record, entry))
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
+
+    async def serve_from(self, holder: str) -> None:
+        await self.inner.serve_from(holder)
 
     async def recover_in_flight(self) -> list[KeyRecord]:
         return await self.inner.recover_in_flight()
@@ -59,8 +62,11 @@ class TimedStore:
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self.inner.lock(target)
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        await self._timed("append_audit", self.inner.append_audit(entry))
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return await self._timed("append_audit", self.inner.append_audit(entry))
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        return await self.inner.trim_audit(before, now)
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]:
         return self.inner.audit_entries()

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from gateway.backend.client import Opener
 from gateway.config import GatewayConfig
@@ -88,6 +89,14 @@ def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
     """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
     mode = "legacy" if era == "2025-11-25" else "auto"
     return Client(build_server(gw), mode=mode, elicitation_callback=answers)
+
+
+def http_client(era: str, url: str, answers: Any = None) -> Client:
+    """A real SDK client over streamable HTTP speaking one era: 2025-11-25 on a stateful session (prompts pushed
+    over SSE), 2026-07-28 stateless (InputRequiredResult rounds)."""
+    if era == "2025-11-25":
+        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers or Answers())
+    return Client(url, elicitation_callback=answers or Answers())
 
 
 def error_code(result: types.CallToolResult) -> str:
