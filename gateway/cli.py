@@ -14,17 +14,17 @@ import json
 import logging
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
-from gateway import logs
-from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
-
 if TYPE_CHECKING:
+    import socket
+
+    from gateway.config import GatewayConfig
     from gateway.runtime import Gateway
 
 DEFAULT_URL = "http://127.0.0.1:8080/mcp"
+BUILT_IN = "the built-in demo config; state in the platform state dir"
 
 log = logging.getLogger("gateway")
 
@@ -34,18 +34,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcp-safety-gateway", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway (HTTP on 127.0.0.1:8080/mcp, or --stdio)")
-    serve.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--config", help=f"TOML file; relative paths in it are taken from its folder (default: {BUILT_IN})"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
-    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level")
+    serve.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
+    )
     serve.add_argument(
         "--insecure-listen-without-auth",
         action="store_true",
         help="allow a non-loopback --host with no [auth] verifier configured (anyone who can reach it can write)",
     )
+    init = commands.add_parser("init", help="write a commented config to edit: DIR/gateway.toml")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where to write it (default: %(default)s)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing DIR/gateway.toml")
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
-    check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    check.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
     check.add_argument(
         "--explain",
@@ -70,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
     for sub in (listing, verify):
-        sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+        sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
     approvals.add_argument("action", choices=["list", "approve", "reject"])
     approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
@@ -94,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         from gateway import terminal
 
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
+    if args.command == "init":
+        return run_init(Path(args.dir), args.force)
+
+    import anyio
+
+    from gateway import logs
+    from gateway.config import ConfigError, load_config
 
     try:
         config = load_config(args.config)
@@ -112,14 +126,46 @@ def main(argv: list[str] | None = None) -> int:
         if refusal is not None:
             print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
             return 2
+        log_where_state_lives(config)
         anyio.run(serve_stdio, config)
         return 0
     refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
-    anyio.run(serve_http, config, args.host, args.port)
+    from gateway.http.listen import ListenError, bound_socket
+
+    try:
+        sock = bound_socket(args.host, args.port)
+    except ListenError as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 1
+    log_where_state_lives(config)
+    anyio.run(serve_http, config, sock, args.host, args.port)
     return 0
+
+
+def run_init(directory: Path, force: bool) -> int:
+    """The ``init`` subcommand."""
+    from gateway.scaffold import InitError, write_config
+
+    try:
+        target = write_config(directory, force=force)
+    except InitError as exc:
+        print(f"mcp-safety-gateway init: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {target}; edit it, then: mcp-safety-gateway serve --config {target}")
+    return 0
+
+
+def log_where_state_lives(config: GatewayConfig) -> None:
+    """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
+    import os
+
+    from gateway.config.paths import where_state_lives
+    from gateway.keys import ENV_VAR
+
+    log.info(where_state_lives(config.gateway, bool(os.environ.get(ENV_VAR, "").strip())))
 
 
 def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
@@ -222,8 +268,8 @@ async def serve_stdio(config: GatewayConfig) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
-    """Serve streamable HTTP until interrupted."""
+async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port: int) -> None:
+    """Serve streamable HTTP on an already bound socket until interrupted."""
     import uvicorn
 
     from gateway.http.app import build_app
@@ -234,9 +280,9 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw)
-        log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
-        await uv.serve()
+        log.info("gateway listening on http://%s:%d/mcp", host, port)
+        await uv.serve(sockets=[sock])
 
 
 if __name__ == "__main__":

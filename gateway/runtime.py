@@ -10,7 +10,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 
@@ -102,7 +101,7 @@ async def open_gateway(
             anyio.create_task_group() as background,
         ):
             background.start_soon(notifier.run)
-            keys = load_keys(Path(config.gateway.state_dir))
+            keys = load_keys(config.gateway.state_path())
             yield Gateway(config, backend, store, keys, clock, metrics, notifier=notifier)
             background.cancel_scope.cancel()
     finally:

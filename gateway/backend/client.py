@@ -177,8 +177,10 @@ def opener_for(config: BackendSection) -> Opener:
 
     def open_stdio() -> AbstractAsyncContextManager[Client]:
         assert config.command is not None
+        if config.cwd is not None:  # the built-in config's is the state directory, which may not exist yet
+            Path(config.cwd).mkdir(parents=True, exist_ok=True)
         params = StdioServerParameters(
-            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env)
+            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env), cwd=config.cwd
         )
         return _client_over(stdio_client(params, errlog=sys.stderr), None)
 

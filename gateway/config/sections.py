@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -13,9 +14,13 @@ class Model(BaseModel):
 
 class GatewaySection(Model):
     name: str = "mcp-safety-gateway"
-    store: str = "sqlite:var/gateway.db"
-    state_dir: str = "var"
+    store: str = "sqlite:{state_dir}/gateway.db"
+    state_dir: str | None = None  # resolved when the file is loaded (gateway.config.paths)
     stdio_caller: str = "local"
+
+    def state_path(self) -> Path:
+        """The state directory (absolute once the config is loaded)."""
+        return Path(self.state_dir or "var")
 
 
 class LoggingSection(Model):
@@ -99,6 +104,7 @@ class BackendSection(Model):
     command: str | None = None
     args: list[str] = []
     env: dict[str, str] = {}
+    cwd: str | None = None  # where a stdio backend starts; resolved to the config's folder when unset
     url: str | None = None
     headers_from_env: dict[str, str] = {}
     tool: str = "manage_tenant"
