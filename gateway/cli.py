@@ -12,6 +12,7 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -62,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
     call.add_argument("tool")
-    call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
-    call.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
     call.add_argument(
-        "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+        "arguments", nargs="*", metavar="key=value|key:=json", help="typed by the tool's inputSchema; := sends JSON"
     )
     call.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
+    tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
+    for sub in (call, tools):
+        sub.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
+        sub.add_argument(
+            "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+        )
     audit = commands.add_parser("audit", help="read or verify the audit trail in the configured store")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     listing = audit_commands.add_parser("list", help="the entries, oldest first")
@@ -91,15 +97,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     approvals.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
+    if args.command == "approvals" and args.action != "list" and not args.ids:
+        parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # The reader went away (`audit list | head`): stop quietly, and keep Python's exit-time flush quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand."""
     if args.command == "approvals":
         from gateway.approvals import remote
 
-        if args.action != "list" and not args.ids:
-            parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
         return remote.run(args.url, args.action, args.ids, args.token_env, args.json)
-    if args.command == "call":
+    if args.command in ("call", "tools"):
         from gateway import terminal
 
+        if args.command == "tools":
+            return terminal.run_tools(args.url, args.token_env, args.json)
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
     if args.command == "init":
         return run_init(Path(args.dir), args.force)
@@ -160,8 +178,6 @@ def run_init(directory: Path, force: bool) -> int:
 
 def log_where_state_lives(config: GatewayConfig) -> None:
     """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
-    import os
-
     from gateway.config.paths import where_state_lives
     from gateway.keys import ENV_VAR
 
@@ -241,7 +257,7 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     shown = [e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=since)]
     if args.json:
         for entry in shown:
-            print(json.dumps(dataclasses.asdict(entry)))
+            print(json.dumps({**dataclasses.asdict(entry), "at": display.when(entry)}))
     else:
         print(display.table(shown))
     return 0
