@@ -139,6 +139,20 @@ def run(args: argparse.Namespace) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
+    from gateway import tracing
+
+    flush_traces = tracing.configure(config.gateway.name)
+    try:
+        return serve(args, config)
+    finally:
+        if flush_traces is not None:
+            flush_traces()
+
+
+def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
+    """The ``serve`` subcommand, over stdio or HTTP."""
+    import anyio
+
     if args.stdio:
         refusal = stdio_refusal(config)
         if refusal is not None:

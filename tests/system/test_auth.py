@@ -12,18 +12,15 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import httpx2
 import jwt
 import mcp.types as types
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
@@ -36,6 +33,7 @@ from starlette.routing import Route
 
 from gateway.cli import bind_refusal
 from gateway.config import parse_config
+from tests.support.asgi import serve_asgi
 from tests.support.clients import Answers, error_body, error_code, new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, http_backend, process
@@ -72,18 +70,6 @@ class Recorder:
 
     authorization: list[str | None] = field(default_factory=list)
     introspected: list[str] = field(default_factory=list)
-
-
-@asynccontextmanager
-async def serve_asgi(app: Any, port: int) -> AsyncIterator[None]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)
-        yield
-        server.should_exit = True
 
 
 def identity_provider(active: dict[str, dict[str, Any]], recorder: Recorder) -> Starlette:

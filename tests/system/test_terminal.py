@@ -118,6 +118,7 @@ async def test_a_person_previews_and_confirms_a_reset_from_the_terminal(tmp_path
     assert 'Delete 812 rows in tn_checkout01 and load fixture "empty" (0 rows)?' in screen
     assert code == 0, screen
     assert "replayed: false" in screen and "version: 2" in screen
+    assert screen.index("asking the user") < screen.index("calling the backend") < screen.index("done")
     assert TENANTS.write_count(db) == 1
 
 
