@@ -8,7 +8,6 @@ stays quick.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import ipaddress
 import json
 import logging
@@ -140,10 +139,14 @@ def run(args: argparse.Namespace) -> int:
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     from gateway import tracing
+    from gateway.audit.sinks import SinkError
 
     flush_traces = tracing.configure(config.gateway.name)
     try:
         return serve(args, config)
+    except SinkError as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
     finally:
         if flush_traces is not None:
             flush_traces()
@@ -271,7 +274,7 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     shown = [e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=since)]
     if args.json:
         for entry in shown:
-            print(json.dumps({**dataclasses.asdict(entry), "at": display.when(entry)}))
+            print(json.dumps(display.entry_json(entry)))
     else:
         print(display.table(shown))
     return 0

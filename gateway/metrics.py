@@ -8,6 +8,7 @@ gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
 gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
+gateway_audit_stream_total{sink, result}        audit entries streamed out: sent, failed, dropped (queue full)
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class Metrics:
             ["decision"],
             buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600),
             registry=self.registry,
+        )
+        self.audit_stream = Counter(
+            "gateway_audit_stream", "Audit entries streamed to sinks.", ["sink", "result"], registry=self.registry
         )
 
     def observe_backend(self, action: str, result: str, seconds: float) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from gateway.approvals.notify import Notifier
+from gateway.audit import sinks
 from gateway.backend import Backend
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
@@ -89,7 +90,7 @@ async def load_catalog(config: GatewayConfig, reader: TargetReader) -> dict[str,
 async def open_gateway(
     config: GatewayConfig, *, clock: Callable[[], float] = time.time, opener: Opener | None = None
 ) -> AsyncIterator[Gateway]:
-    """Open the store and the backend client; close both on exit. Changes no state.
+    """Open the store, the backend client and the audit stream; close them on exit. Changes no state.
 
     ``opener`` replaces how the backend connection is opened (tests run the legacy server in process)."""
     metrics = Metrics()
@@ -98,9 +99,11 @@ async def open_gateway(
     try:
         async with (
             McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend,
+            sinks.open_feed(config.audit_stream, metrics.audit_stream) as feed,
             anyio.create_task_group() as background,
         ):
             background.start_soon(notifier.run)
+            sinks.attach(store, feed)
             keys = load_keys(config.gateway.state_path())
             yield Gateway(config, backend, store, keys, clock, metrics, notifier=notifier)
             background.cancel_scope.cancel()

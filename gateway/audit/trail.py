@@ -1,4 +1,5 @@
 """Writing the audit trail: one policy for an entry that cannot be stored, and the entries recovery adds.
+Each entry stored is then offered to the audit stream (gateway.audit.sinks).
 
 An entry that cannot be stored (the store is unreachable) is logged at error level instead and the call goes
 on: the write's own record, which the caller's retry depends on, matters more than its audit line. A key left
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from gateway.audit import sinks
 from gateway.errors import Code, StoreUnavailable
 from gateway.records import AuditEntry, KeyRecord
 
@@ -35,6 +37,8 @@ async def append(store: AuditStore, entry: AuditEntry) -> None:
         await store.append_audit(entry)
     except StoreUnavailable:
         log.error("audit entry not stored, the store is unreachable: %s", entry)
+        return
+    sinks.publish(store, entry)  # stored, so it may be streamed out (never waits, never raises)
 
 
 def recovered_entry(record: KeyRecord, now: float) -> AuditEntry:

@@ -31,6 +31,7 @@ from gateway.config.mapping import (
     WriteTool,
 )
 from gateway.config.sections import (
+    AuditStreamSection,
     AuthSection,
     BackendSection,
     GatewaySection,
@@ -51,6 +52,7 @@ __all__ = [
     "ApprovalRule",
     "ApprovalsSection",
     "ApproverToken",
+    "AuditStreamSection",
     "AuthSection",
     "BackendSection",
     "Call",
@@ -96,6 +98,7 @@ DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write"
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
     logging: LoggingSection = LoggingSection()
+    audit_stream: AuditStreamSection = AuditStreamSection()
     limits: Limits = Limits()
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
@@ -230,6 +233,7 @@ def resolved(config: GatewayConfig, base: Path, *, builtin: bool = False) -> Gat
             "gateway": gateway,
             "backend": paths.resolve_backend(config.backend, base, gateway.state_dir),
             "auth": paths.resolve_auth(config.auth, base),
+            "audit_stream": paths.resolve_audit_stream(config.audit_stream, base),
         }
     )
 

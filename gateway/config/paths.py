@@ -8,6 +8,7 @@ for state, so its paths resolve against the platform's state directory (XDG on L
     gateway.state_dir        unset: ``var`` beside the config (the built-in config: the platform state dir)
     gateway.store            ``sqlite:PATH`` with a relative PATH; ``{state_dir}`` is replaced
     auth.jwt.public_key_file a relative file
+    audit_stream.file        a relative file
     backend.cwd              where a stdio backend starts; unset: the config's folder
 
 A backend's arguments are its own: which of them are paths is not knowable in general (``--db x`` is a path,
@@ -24,7 +25,7 @@ import os
 import sys
 from pathlib import Path
 
-from gateway.config.sections import AuthSection, BackendSection, GatewaySection
+from gateway.config.sections import AuditStreamSection, AuthSection, BackendSection, GatewaySection
 
 APP = "mcp-safety-gateway"
 
@@ -95,6 +96,13 @@ def resolve_auth(section: AuthSection, base: Path) -> AuthSection:
     return section.model_copy(
         update={"jwt": jwt.model_copy(update={"public_key_file": against(base, jwt.public_key_file)})}
     )
+
+
+def resolve_audit_stream(section: AuditStreamSection, base: Path) -> AuditStreamSection:
+    """The audit stream section with an absolute file."""
+    if section.file is None:
+        return section
+    return section.model_copy(update={"file": against(base, section.file)})
 
 
 def where_state_lives(section: GatewaySection, secret_from_env: bool) -> str:

@@ -28,6 +28,22 @@ class LoggingSection(Model):
     format: Literal["json", "text"] = "json"
 
 
+class AuditStreamSection(Model):
+    """Audit entries streamed out as they are stored (gateway.audit.sinks): a JSONL file, a signed webhook."""
+
+    file: str | None = None
+    webhook_url: str | None = None
+    webhook_secret_env: str | None = None
+    webhook_timeout_seconds: float = Field(5.0, gt=0)
+    max_queue: int = Field(1000, ge=1)
+
+    @model_validator(mode="after")
+    def _webhook_is_signed(self) -> AuditStreamSection:
+        if self.webhook_url is not None and not self.webhook_secret_env:
+            raise ValueError("webhook_url needs webhook_secret_env (the variable holding the HMAC secret)")
+        return self
+
+
 class Limits(Model):
     max_body_bytes: int = Field(1_048_576, gt=0)
     max_depth: int = Field(16, gt=0)
