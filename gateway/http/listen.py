@@ -16,15 +16,14 @@ class ListenError(Exception):
 
 def bound_socket(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (uvicorn listens on it); ListenError with one sentence if it cannot be."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror:
-        raise ListenError(f"cannot listen on {host}: no such address (check --host)") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    # As uvicorn binds when it makes the socket itself: IPv6 for an address with a colon, else IPv4.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind(address)
+        sock.bind((host, port))
+    except socket.gaierror:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}: no such address (check --host)") from None
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
