@@ -56,6 +56,9 @@ def configure(service_name: str, env: Mapping[str, str] = os.environ) -> Callabl
     if exporter_name not in ("otlp", "console"):
         log.warning("OTEL_TRACES_EXPORTER=%s is not supported (use otlp or console); tracing stays off", exporter_name)
         return None
+    protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+    if exporter_name == "otlp" and protocol.strip() not in ("", "http/protobuf"):
+        log.warning("OTLP protocol %r is not supported (only http/protobuf, usually port 4318)", protocol)
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter

@@ -19,7 +19,6 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway import progress
 from gateway.approvals.policy import Choice, from_plan, public_mode, scopes_for
 from gateway.approvals.rules import approved_by
 from gateway.audit import trail
@@ -28,7 +27,7 @@ from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import current_person
-from gateway.progress import Reporter, silent
+from gateway.progress import ASKING, CALLING, DONE, Reporter, silent
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import MISSING
@@ -145,7 +144,7 @@ async def _decide(
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
-        await call.progress(progress.ASKING)
+        await call.progress(ASKING)
         approved = await approval.approve(ctx, params, request, gw.store, gw.clock)
         if isinstance(approved, types.InputRequiredResult):
             return approved
@@ -161,7 +160,7 @@ async def _decide(
             key=key,
             timeout=call.config.prompt_timeout_seconds,
         )
-        await call.progress(progress.ASKING)
+        await call.progress(ASKING)
         answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
         if isinstance(answer, types.InputRequiredResult):
             return answer
@@ -220,7 +219,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             reply: Reply | None
             try:
                 payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-                await call.progress(progress.CALLING)
+                await call.progress(CALLING)
                 reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
             except BackendUnavailable:
                 await gw.store.release(record)
@@ -237,7 +236,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             await _record(call, record, settlement)
             if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
                 await _count(call)
-            await call.progress(progress.DONE)
+            await call.progress(DONE)
     error = settlement.error()
     if error is not None:
         raise error
