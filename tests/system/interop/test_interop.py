@@ -438,18 +438,22 @@ async def inspector(url: str, home: Path, *args: str, ok: bool = True, tool_erro
     return reply
 
 
-def call_list_tenants(era: str, limit: int) -> tuple[str, ...]:
-    arguments = json.dumps({"limit": limit})
+def call_tool(era: str, tool: str, arguments: dict[str, Any]) -> tuple[str, ...]:
+    """The Inspector's arguments for one tools/call."""
     return (
         "--protocol-era",
         era,
         "--method",
         "tools/call",
         "--tool-name",
-        TENANTS.list_tool,
+        tool,
         "--tool-args-json",
-        arguments,
+        json.dumps(arguments),
     )
+
+
+def call_list_tenants(era: str, limit: int) -> tuple[str, ...]:
+    return call_tool(era, TENANTS.list_tool, {"limit": limit})
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -580,25 +584,12 @@ async def test_the_inspector_cli_cannot_confirm_so_a_write_answers_confirmation_
     served: Served, era: str, tmp_path: Path
 ) -> None:
     writes = served.writes()
-
-    def call(tool: str, arguments: dict[str, Any]) -> tuple[str, ...]:
-        return (
-            "--protocol-era",
-            era,
-            "--method",
-            "tools/call",
-            "--tool-name",
-            tool,
-            "--tool-args-json",
-            json.dumps(arguments),
-        )
-
-    plan = success(await inspector(served.url, tmp_path, *call(TENANTS.preview_tool, TENANTS.preview_args())))
+    plan = success(await inspector(served.url, tmp_path, *call_tool(era, TENANTS.preview_tool, TENANTS.preview_args())))
     key = new_key()
     written = await inspector(
         served.url,
         tmp_path,
-        *call(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": key}),
+        *call_tool(era, TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": key}),
         tool_error=True,
     )
     assert written["result"]["isError"] is True
