@@ -4,7 +4,7 @@ It connects to a running gateway over streamable HTTP (2025-11-25 era, so confir
 arrive during the call), prints the result as a table, and answers prompts at the keyboard: y/N for a checkbox,
 the target's id for a typed confirmation. Arguments are typed by the tool's inputSchema (gateway.terminal_args).
 A bearer token is read from an environment variable (never from the command line, where ``ps`` would show it).
-Everything shown that came from the gateway is escaped (gateway.printable); every failure is one or two
+Everything shown that came from the gateway is escaped (gateway.text); every failure is one or two
 sentences (gateway.terminal_failures). Exit status: 0 success, 1 a refusal (a coded tool error), 2 a usage,
 connection or protocol error.
 """
@@ -24,9 +24,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.printable import printable, printable_lines
 from gateway.terminal_args import UsageError, parse_pairs
-from gateway.terminal_failures import explain, unknown_tool
+from gateway.terminal_failures import explain, printable, unknown_tool
 
 __all__ = ["UsageError", "parse_pairs", "run", "run_tools"]
 
@@ -68,7 +67,7 @@ async def ask_at_terminal(context: Any, params: types.ElicitRequestParams) -> ty
     message = getattr(params, "message", "")
     schema = getattr(params, "requested_schema", {}) or {}
     properties = schema.get("properties", {})
-    print(f"\n{printable_lines(str(message))}", flush=True)
+    print("\n" + "\n".join(printable(line) for line in str(message).split("\n")), flush=True)
     try:
         if "confirmTarget" in properties:
             title = printable(str(properties["confirmTarget"].get("title", "Confirm")))
@@ -171,7 +170,10 @@ def show_result(result: types.CallToolResult, raw: bool) -> int:
     block = result.content[0] if result.content else None
     text = block.text if isinstance(block, types.TextContent) else ""
     if raw:
-        print(printable(text))
+        try:  # JSON spelled again with every non-ASCII character escaped: still JSON, and safe on a terminal
+            print(json.dumps(json.loads(text)))
+        except ValueError:
+            print(printable(text))
         return 1 if result.is_error else 0
     if result.is_error:
         try:
@@ -222,7 +224,7 @@ async def list_tools(url: str, token_env: str, raw: bool) -> int:
         return 2
     if raw:
         for tool in tools:
-            print(printable(tool.model_dump_json(by_alias=True, exclude_none=True)))
+            print(json.dumps(tool.model_dump(mode="json", by_alias=True, exclude_none=True)))
     else:
         print(describe_tools(tools))
     return 0

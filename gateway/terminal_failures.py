@@ -10,9 +10,16 @@ from collections.abc import Iterator
 import httpx2
 from mcp.shared.exceptions import MCPError
 
-from gateway.printable import printable
+from gateway.text import escaped
 
 METHOD_NOT_FOUND = -32601
+SHOWN = 4096
+"""The longest text from the gateway shown whole (longer is cut with an ellipsis)."""
+
+
+def printable(text: str) -> str:
+    """Text from the gateway as the terminal shows it: control, bidi and format characters spelled out."""
+    return escaped(text, SHOWN)
 
 
 def explain(exc: BaseException, url: str, token_env: str, token_sent: bool, status: int | None) -> list[str]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway.printable import printable, printable_lines
+from gateway.terminal import render
 from gateway.terminal_args import UsageError, parse_pairs
-from gateway.terminal_failures import unknown_tool
+from gateway.terminal_failures import printable, unknown_tool
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -56,15 +56,15 @@ def test_a_word_the_schema_cannot_take_is_a_usage_error(word: str) -> None:
 
 
 def test_control_and_bidi_characters_are_shown_as_escapes() -> None:
-    assert printable("tn_\x1b[2Ja\u202eb\u200bc\U000e0001") == "tn_\\x1b[2Ja\\u202eb\\u200bc\\U000e0001"
+    assert printable("tn_\x1b[2Ja\u202eb\u200bc") == "tn_\\u001b[2Ja\\u202eb\\u200bc"
     assert printable("Zürich 5 % ok") == "Zürich 5 % ok"
-    assert printable("a\nb") == "a\\x0ab"
-    assert printable_lines("a\nb\x07") == "a\nb\\x07"
+    shown = render({"tenants": [{"id": "tn_\x1b[31m", "name\u202e": "x\ny"}], "nextCursor": "\x07"})
+    assert "\x1b" not in shown and "\u202e" not in shown and "\x07" not in shown and "\ny" not in shown
 
 
 def test_an_unknown_tool_names_the_closest_one_and_lists_them_escaped() -> None:
     first, listing = unknown_tool("list_tenant", ["list_tenants", "reset_tenant", "evil\x1b[0m"])
     assert "did you mean list_tenants?" in first
-    assert "evil\\x1b[0m" in listing and "\x1b" not in listing
+    assert "evil\\u001b[0m" in listing and "\x1b" not in listing
     first, _ = unknown_tool("zzz", ["list_tenants"])
     assert "did you mean" not in first
