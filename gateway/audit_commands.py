@@ -9,12 +9,10 @@ rest verifiable (gateway.audit.chain).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 from gateway.audit import chain, display
 from gateway.config import GatewayConfig
@@ -37,7 +35,7 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"{PROGRAM}: {exc}", file=sys.stderr)
         return 2
-    keys = chain.ChainKeys(load_audit_keys(Path(config.gateway.state_dir)))
+    keys = chain.ChainKeys(load_audit_keys(config.gateway.state_path()))
     store = open_store(config.gateway.store, keys)
     try:
         if args.audit_command == "trim":
@@ -58,7 +56,7 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
     ]
     if args.json:
         for entry in shown:
-            print(json.dumps(dataclasses.asdict(entry)))
+            print(json.dumps(display.entry_json(entry)))
     else:
         print(display.table(shown))
     return 0

@@ -12,17 +12,17 @@ import logging
 import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
-from gateway import logs
-from gateway.config import DEFAULT_CONFIG, ConfigError, GatewayConfig, load_config
-
 if TYPE_CHECKING:
+    import socket
+
+    from gateway.config import GatewayConfig
     from gateway.runtime import Gateway
 
 DEFAULT_URL = "http://127.0.0.1:8080/mcp"
+BUILT_IN = "the built-in demo config; state in the platform state dir"
 
 log = logging.getLogger("gateway")
 
@@ -32,11 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mcp-safety-gateway", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway (HTTP on 127.0.0.1:8080/mcp, or --stdio)")
-    serve.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--config", help=f"TOML file; relative paths in it are taken from its folder (default: {BUILT_IN})"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
-    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level")
+    serve.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
+    )
     serve.add_argument(
         "--insecure-listen-without-auth",
         action="store_true",
@@ -44,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         "[http] settings that admit other hosts or origins, requests relayed by a proxy (anyone who can reach it "
         "can write)",
     )
+    init = commands.add_parser("init", help="write a commented config to edit: DIR/gateway.toml")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where to write it (default: %(default)s)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing DIR/gateway.toml")
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
-    check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    check.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
     check.add_argument(
         "--explain",
@@ -55,12 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
     call.add_argument("tool")
-    call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
-    call.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
     call.add_argument(
-        "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+        "arguments", nargs="*", metavar="key=value|key:=json", help="typed by the tool's inputSchema; := sends JSON"
     )
     call.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
+    tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
+    for sub in (call, tools):
+        sub.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
+        sub.add_argument(
+            "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+        )
     audit = commands.add_parser("audit", help="read or verify the audit trail in the configured store")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     listing = audit_commands.add_parser("list", help="the entries, oldest first")
@@ -81,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     trim = audit_commands.add_parser("trim", help="delete entries older than a time, leaving a checkpoint")
     trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
     for sub in (listing, verify, head, trim):
-        sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+        sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
     approvals.add_argument("action", choices=["list", "approve", "reject"])
     approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
@@ -95,16 +107,35 @@ def main(argv: list[str] | None = None) -> int:
     )
     approvals.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
+    if args.command == "approvals" and args.action != "list" and not args.ids:
+        parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # The reader went away (`audit list | head`): stop quietly, and keep Python's exit-time flush quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand."""
     if args.command == "approvals":
         from gateway.approvals import remote
 
-        if args.action != "list" and not args.ids:
-            parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
         return remote.run(args.url, args.action, args.ids, args.token_env, args.json)
-    if args.command == "call":
+    if args.command in ("call", "tools"):
         from gateway import terminal
 
+        if args.command == "tools":
+            return terminal.run_tools(args.url, args.token_env, args.json)
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
+    if args.command == "init":
+        return run_init(Path(args.dir), args.force)
+
+    import anyio
+
+    from gateway import logs
+    from gateway.config import ConfigError, load_config
 
     try:
         config = load_config(args.config)
@@ -123,22 +154,69 @@ def main(argv: list[str] | None = None) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
+    from gateway import tracing
+    from gateway.audit.sinks import SinkError
     from gateway.errors import StoreInUse
 
+    flush_traces = tracing.configure(config.gateway.name)
+    try:
+        return serve(args, config)
+    except (SinkError, StoreInUse) as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if flush_traces is not None:
+            flush_traces()
+
+
+def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
+    """The ``serve`` subcommand, over stdio or HTTP."""
+    import anyio
+
+    if args.stdio:
+        refusal = stdio_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
+        log_where_state_lives(config)
+        anyio.run(serve_stdio, config)
+        return 0
     insecure = args.insecure_listen_without_auth
-    refusal = stdio_refusal(config) if args.stdio else bind_refusal(args.host, config, insecure)
+    refusal = bind_refusal(args.host, config, insecure)
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
+    from gateway.http.listen import ListenError, bound_socket
+
     try:
-        if args.stdio:
-            anyio.run(serve_stdio, config)
-        else:
-            anyio.run(serve_http, config, args.host, args.port, insecure)
-    except StoreInUse as exc:
+        sock = bound_socket(args.host, args.port)
+    except ListenError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
-        return 2
+        return 1
+    log_where_state_lives(config)
+    anyio.run(serve_http, config, sock, args.host, args.port, insecure)
     return 0
+
+
+def run_init(directory: Path, force: bool) -> int:
+    """The ``init`` subcommand."""
+    from gateway.scaffold import InitError, write_config
+
+    try:
+        target = write_config(directory, force=force)
+    except InitError as exc:
+        print(f"mcp-safety-gateway init: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {target}; edit it, then: mcp-safety-gateway serve --config {target}")
+    return 0
+
+
+def log_where_state_lives(config: GatewayConfig) -> None:
+    """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
+    from gateway.config.paths import where_state_lives
+    from gateway.keys import ENV_VAR
+
+    log.info(where_state_lives(config.gateway, bool(os.environ.get(ENV_VAR, "").strip())))
 
 
 def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
@@ -228,8 +306,8 @@ async def serve_stdio(config: GatewayConfig) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(config: GatewayConfig, host: str, port: int, insecure: bool = False) -> None:
-    """Serve streamable HTTP until interrupted."""
+async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool = False) -> None:
+    """Serve streamable HTTP on an already bound socket until interrupted."""
     import uvicorn
 
     from gateway.config.loopback import is_loopback
@@ -241,9 +319,9 @@ async def serve_http(config: GatewayConfig, host: str, port: int, insecure: bool
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw, insecure_without_auth=insecure)
-        log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
-        await uv.serve()
+        log.info("gateway listening on http://%s:%d/mcp", host, port)
+        await uv.serve(sockets=[sock])
 
 
 if __name__ == "__main__":

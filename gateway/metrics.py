@@ -10,6 +10,7 @@ gateway_approvals_pending                       approvals waiting for people (re
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
 gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
                                                 caller, code and minute, not one entry each: gateway.audit.floods)
+gateway_audit_stream_total{sink, result}        audit entries streamed out: sent, failed, dropped (queue full)
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class Metrics:
             "Write calls refused before reaching a plan or key.",
             ["tool", "code"],
             registry=self.registry,
+        )
+        self.audit_stream = Counter(
+            "gateway_audit_stream", "Audit entries streamed to sinks.", ["sink", "result"], registry=self.registry
         )
 
     def observe_backend(self, action: str, result: str, seconds: float) -> None:

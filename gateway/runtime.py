@@ -10,12 +10,11 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 
 from gateway.approvals.notify import Notifier
-from gateway.audit import trail
+from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
 from gateway.backend import Backend
@@ -98,13 +97,13 @@ async def open_gateway(
     opener: Opener | None = None,
     serving: str | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Open the store and the backend client; close both on exit. Changes no state.
+    """Open the store, the backend client and the audit stream; close them on exit. Changes no state.
 
     ``opener`` replaces how the backend connection is opened (tests run the legacy server in process).
     ``serving`` (``serve`` alone) describes this process and takes the store for it before the backend starts
     (Store.serve_from: a SQLite store another process serves raises StoreInUse)."""
     metrics = Metrics()
-    state_dir = Path(config.gateway.state_dir)
+    state_dir = config.gateway.state_path()
     chain_keys = ChainKeys(load_audit_keys(state_dir))
     store = TimedStore(open_store(config.gateway.store, chain_keys), metrics.store_seconds)
     notifier = Notifier(config.approvals.webhooks)
@@ -113,9 +112,11 @@ async def open_gateway(
             await store.serve_from(serving)
         async with (
             McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend,
+            sinks.open_feed(config.audit_stream, metrics.audit_stream) as feed,
             anyio.create_task_group() as background,
         ):
             background.start_soon(notifier.run)
+            sinks.attach(store, feed)
             gw = Gateway(config, backend, store, load_keys(state_dir), clock, metrics, notifier=notifier)
             try:
                 yield gw

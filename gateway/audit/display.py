@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 from gateway.principal import readable
 from gateway.printable import columns
@@ -12,6 +14,11 @@ from gateway.records import AuditEntry
 def when(entry: AuditEntry) -> str:
     """The entry's time in RFC 3339 UTC."""
     return datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def entry_json(entry: AuditEntry) -> dict[str, Any]:
+    """An entry as one JSON object, its time in RFC 3339 UTC (``audit list --json``, the audit stream)."""
+    return {**dataclasses.asdict(entry), "at": when(entry)}
 
 
 def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:

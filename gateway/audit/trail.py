@@ -2,7 +2,8 @@
 
 An entry is stored in one of two ways: on its own (``append``: refusals, replays, recovered keys) or together
 with the outcome of a write under its key (``settle``: one transaction where the store has one). Both end in
-``_stored``, the one place where an entry is known to be stored, sealed into the chain.
+``_stored``, the one place where an entry is known to be stored, sealed into the chain; from there it is offered
+to the audit stream (gateway.audit.sinks).
 
 An entry that cannot be stored (the store is unreachable) is logged at error level instead and the call goes
 on: the write's own record, which the caller's retry depends on, matters more than its audit line. A key left
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
+from gateway.audit import sinks
 from gateway.errors import Code, StoreUnavailable
 from gateway.records import AuditEntry, KeyRecord
 
@@ -42,7 +44,7 @@ async def append(store: AuditStore, entry: AuditEntry) -> None:
     except StoreUnavailable:
         log.error("audit entry not stored, the store is unreachable: %s", entry)
         return
-    _stored(stored)
+    _stored(store, stored)
 
 
 async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry) -> None:
@@ -54,11 +56,12 @@ async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry) -> Non
         log.error("audit entry not stored, the store is unreachable: %s", entry)
         raise
     if stored is not None:
-        _stored(stored)
+        _stored(store, stored)
 
 
-def _stored(entry: AuditEntry) -> None:
+def _stored(store: AuditStore, entry: AuditEntry) -> None:
     """The entry is in the store, sealed into the chain: the place to hand it on (a sink, a stream)."""
+    sinks.publish(store, entry)  # stored, so it may be streamed out (never waits, never raises)
 
 
 def recovered_entry(record: KeyRecord, now: float) -> AuditEntry:

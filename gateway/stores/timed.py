@@ -1,4 +1,4 @@
-"""A store wrapper that times every operation into the gateway's metrics."""
+"""A store wrapper that times every operation into the gateway's metrics, each in a trace span of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from prometheus_client import Histogram
 
 from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import Store
+from gateway.tracing import span
 
 T = TypeVar("T")
 
@@ -25,7 +26,8 @@ class TimedStore:
     async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         started = time.perf_counter()
         try:
-            return await call
+            with span(f"store {operation}"):
+                return await call
         finally:
             self._seconds.labels(operation).observe(time.perf_counter() - started)
 

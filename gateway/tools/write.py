@@ -32,6 +32,7 @@ from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import current_person
 from gateway.printable import printable
+from gateway.progress import ASKING, CALLING, DONE, Reporter, silent
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import MISSING
@@ -69,6 +70,7 @@ class WriteCall:
     config: WriteTool
     preview: PreviewTool
     caller: str
+    progress: Reporter = silent
     entry: AuditEntry = field(init=False)
     audited: bool = False
 
@@ -160,6 +162,7 @@ async def _decide(
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
+        await call.progress(ASKING)
         approved = await approval.approve(ctx, params, request, gw.store, gw.clock)
         if isinstance(approved, types.InputRequiredResult):
             return approved
@@ -175,6 +178,7 @@ async def _decide(
             key=key,
             timeout=call.config.prompt_timeout_seconds,
         )
+        await call.progress(ASKING)
         answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
         if isinstance(answer, types.InputRequiredResult):
             return answer
@@ -233,6 +237,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             reply: Reply | None
             try:
                 payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+                await call.progress(CALLING)
                 reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
             except BackendUnavailable:
                 await gw.store.release(record)
@@ -249,6 +254,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             await _record(call, record, settlement)
             if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
                 await _count(call)
+            await call.progress(DONE)
     error = settlement.error()
     if error is not None:
         raise error
