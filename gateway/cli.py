@@ -321,7 +321,19 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
         app = build_app(gw, insecure_without_auth=insecure)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         log.info("gateway listening on http://%s:%d/mcp", host, port)
+        stop_quietly_on_sigterm()
         await uv.serve(sockets=[sock])
+
+
+def stop_quietly_on_sigterm() -> None:
+    """Let a SIGTERM end ``serve`` through its closing steps (refusal counts stored, the store closed).
+
+    uvicorn stops on the signal and then raises it again for the handler that was there before; with the
+    default handler that kills the process before open_gateway's ``finally`` runs. Once uvicorn is done,
+    this handler only lets the function return."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
 
 
 if __name__ == "__main__":
