@@ -3,7 +3,8 @@
 Every refusal the gateway makes is a ``ToolError``. On the wire (gateway.server) it becomes an ``isError``
 result whose first text block is JSON ``{"code", "message", "nextTool"?, "details"?}`` and which carries no
 ``structuredContent``. Tests match ``code``; the message is for the model. The README's troubleshooting table
-is ``markdown_table()``, and a test keeps the two equal.
+is ``markdown_table()``, and a test keeps the two equal. A few codes are refusals of the HTTP transport itself
+(gateway/http): they travel in a JSON body beside an HTTP status instead, with the same meaning.
 
 Two codes speak of the target a preview plans a change to, and are spelled with the target's configured noun
 (``target.noun``): ``Code.TARGET_NOT_FOUND`` goes on the wire as ``tenant_not_found`` in the default config and
@@ -40,6 +41,8 @@ class Code(StrEnum):
     OUTCOME_UNKNOWN = "outcome_unknown"
     BACKEND_UNAVAILABLE = "backend_unavailable"
     BACKEND_ERROR = "backend_error"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    PROXIED_REQUEST_REFUSED = "proxied_request_refused"
 
     @property
     def per_noun(self) -> bool:
@@ -70,7 +73,7 @@ class Code(StrEnum):
 
 NOUN = "{noun}"
 DEFAULT_NOUN = "tenant"
-"""The noun of the default config (config/gateway.toml): its target codes are ``tenant_not_found`` and
+"""The noun of the default config (gateway/config/gateway.toml): its target codes are ``tenant_not_found`` and
 ``tenant_protected``."""
 
 
@@ -135,6 +138,14 @@ MEANINGS: dict[Code, Meaning] = {
         "the backend (or the shared store) could not be reached; nothing was sent", "retry with the same key"
     ),
     Code.BACKEND_ERROR: Meaning("the backend refused or answered nonsense", "preview again; check the backend"),
+    Code.TOO_MANY_SESSIONS: Meaning(
+        "HTTP 429 to `initialize`: this caller already holds `[http] max_sessions_per_caller` open sessions",
+        "reuse a session, end unused ones (`DELETE`), or wait for them to expire",
+    ),
+    Code.PROXIED_REQUEST_REFUSED: Meaning(
+        "HTTP 403: a request relayed by a proxy (`Forwarded` / `X-Forwarded-*`) reached a gateway without `[auth]`",
+        "configure an `[auth]` verifier; without one the gateway serves only its own machine",
+    ),
 }
 
 
@@ -176,6 +187,11 @@ class ToolError(Exception):
 
 class StoreUnavailable(Exception):
     """The state store could not be reached (a shared store's server is down or unreachable); fail closed."""
+
+
+class StoreInUse(Exception):
+    """Another process serves this store, and the store serves one process at a time (SQLite); the message is a
+    sentence naming that process."""
 
 
 def markdown_table() -> str:

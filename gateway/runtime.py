@@ -15,13 +15,15 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 
 from gateway.approvals.notify import Notifier
+from gateway.audit import sinks, trail
+from gateway.audit.chain import ChainKeys
+from gateway.audit.floods import RefusalCounter
 from gateway.backend import Backend, BackendUnavailable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
@@ -29,7 +31,7 @@ from gateway.catalog import Catalog, PublishedTool, build_catalog, needs
 from gateway.config import GatewayConfig
 from gateway.cursor import CursorCodec
 from gateway.errors import Code, ToolError
-from gateway.keys import load_keys
+from gateway.keys import load_audit_keys, load_keys
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
@@ -46,6 +48,7 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    refusals: RefusalCounter = field(default_factory=RefusalCounter)
     notifier: Notifier | None = None
     """Delivers approval webhooks in the background (started by open_gateway)."""
     served_at: str | None = None
@@ -146,31 +149,45 @@ async def open_gateway(
     clock: Callable[[], float] = time.time,
     opener: Opener | None = None,
     openers: Mapping[str, Opener] | None = None,
+    serving: str | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Open the store and every backend's client; close them on exit. Changes no state.
+    """Open the store, every backend's client and the audit stream; close them on exit. Changes no state.
 
     ``openers`` replace how a named backend's connection is opened (tests run backend servers in process);
-    ``opener`` does so for the one backend of a single-backend config."""
+    ``opener`` does so for the one backend of a single-backend config. ``serving`` (``serve`` alone) describes
+    this process and takes the store for it before the backends start (Store.serve_from: a SQLite store another
+    process serves raises StoreInUse)."""
     sections = config.backend_sections()
     if opener is not None:
         if len(sections) != 1:
             raise ValueError("opener= is for a config with one backend; pass openers= by name")
         openers = {name: opener for name in sections}
     metrics = Metrics()
-    store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
+    state_dir = config.gateway.state_path()
+    chain_keys = ChainKeys(load_audit_keys(state_dir))
+    store = TimedStore(open_store(config.gateway.store, chain_keys), metrics.store_seconds)
     notifier = Notifier(config.approvals.webhooks)
     try:
+        if serving is not None:
+            await store.serve_from(serving)
         async with AsyncExitStack() as stack:
             backends: dict[str, Backend] = {}
             for name, section in sections.items():
                 client = McpBackend(section, observe=metrics.backend_observer(name), opener=(openers or {}).get(name))
                 backends[name] = await stack.enter_async_context(client)
                 metrics.track_connection(name, _connected(client))
+            feed = await stack.enter_async_context(sinks.open_feed(config.audit_stream, metrics.audit_stream))
             background = await stack.enter_async_context(anyio.create_task_group())
             background.start_soon(notifier.run)
-            keys = load_keys(Path(config.gateway.state_dir))
-            yield Gateway(config, backends, store, keys, clock, metrics, notifier=notifier)
-            background.cancel_scope.cancel()
+            sinks.attach(store, feed)
+            gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier)
+            try:
+                yield gw
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for report in gw.refusals.due():  # counts of repeated refusals not yet reported
+                        await trail.append(store, report)
+                background.cancel_scope.cancel()
     finally:
         await store.close()
 

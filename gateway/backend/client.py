@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.config import BackendSection
 from gateway.records import Reply
+from gateway.tracing import inject_traceparent, span
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,13 @@ class McpBackend:
     async def call_tool(
         self, tool: str, arguments: dict[str, Any], read_timeout: float | None = None, *, label: str | None = None
     ) -> Reply:
-        """Send one call of any of the backend's tools (``label`` names it in metrics and logs; default the tool)."""
+        """Send one call of any of the backend's tools (``label`` names it in metrics, logs and its span; default
+        the tool)."""
         label = label or tool
+        with span(f"backend {label}"):
+            return await self._call_tool(tool, arguments, read_timeout, label)
+
+    async def _call_tool(self, tool: str, arguments: dict[str, Any], read_timeout: float | None, label: str) -> Reply:
         started = time.perf_counter()
         try:
             client = await self._connection()
@@ -213,15 +219,18 @@ def opener_for(config: BackendSection) -> Opener:
 
     def open_stdio() -> AbstractAsyncContextManager[Client]:
         assert config.command is not None
+        if config.cwd is not None:  # the built-in config's is the state directory, which may not exist yet
+            Path(config.cwd).mkdir(parents=True, exist_ok=True)
         params = StdioServerParameters(
-            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env)
+            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env), cwd=config.cwd
         )
         return _client_over(stdio_client(params, errlog=sys.stderr), None)
 
     def open_http() -> AbstractAsyncContextManager[Client]:
         assert config.url is not None
         headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
-        http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds)
+        hooks = {"request": [inject_traceparent]}  # W3C trace context for the backend's HTTP side too
+        http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds, event_hooks=hooks)
         return _client_over(streamable_http_client(config.url, http_client=http), http)
 
     return open_http if config.transport == "http" else open_stdio

@@ -46,7 +46,9 @@ class Server:
             if self.headers_from_env:
                 table["headers_from_env"] = dict(self.headers_from_env)
             return table
-        return {"transport": "stdio", "command": self.command[0], "args": self.command[1:]}
+        # The gateway starts a stdio child in backend.cwd (default: the config's folder); the draft names the folder
+        # inspect ran it in, so a relative path in the command line means what it meant here.
+        return {"transport": "stdio", "command": self.command[0], "args": self.command[1:], "cwd": os.getcwd()}
 
     @cached_property
     def http(self) -> httpx2.AsyncClient | None:

@@ -48,6 +48,7 @@ from gateway.backend import BackendUnavailable
 from gateway.catalog import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.errors import Code, ToolError
+from gateway.progress import ASKING, CALLING, DONE, Progress
 from gateway.records import KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import render
@@ -90,7 +91,9 @@ async def run(
         if body is None:
             raise ToolError(Code.BACKEND_ERROR, f"The backend's {published.name} answered {_failure(reply)}.")
         return body
-    call = PassthroughCall(gw, published.name, caller, config=config, published=published)
+    call = PassthroughCall(
+        gw, published.name, caller, progress=Progress(ctx.session), config=config, published=published
+    )
     return await run_decision(call, ctx, params, admit, _decide)
 
 
@@ -178,6 +181,7 @@ async def _decide(
         key=key,
         timeout=config.prompt_timeout_seconds,
     )
+    await call.progress(ASKING)
     answer = await confirm.ask(ctx, params, question, gw.store, now)
     if isinstance(answer, types.InputRequiredResult):
         return answer
@@ -197,11 +201,13 @@ async def _write(call: PassthroughCall, plan: Plan, record: KeyRecord) -> dict[s
             raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
         with anyio.CancelScope(shield=True):
             backend, source = gw.backend_for(call.name), config.source_name(call.name)
+            await call.progress(CALLING)
             reply = await send_claimed(
                 gw, record, lambda: backend.call_tool(source, plan.arguments, config.timeout_seconds)
             )
             settlement = settle_call(call.published, reply)
             await record_outcome(call, record, settlement)
+            await call.progress(DONE)
     error = settlement.error()
     if error is not None:
         raise error

@@ -2,11 +2,11 @@
 
     run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
-    _write      8 lock, claim, re-check -> 9 backend call -> settle (audit first, then the key)
+    _write      8 lock, claim, re-check -> 9 backend call -> settle the key with its audit entry
 
-``run_decision`` (admit, decide, audit once) and ``record_outcome`` (audit, then settle the key) are shared with
-the other tools that write: a confirmed pass-through tool (gateway.tools.passthrough) brings its own ``decide``
-and an ``AuditedCall`` of its own.
+``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
+key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
+(gateway.tools.passthrough) brings its own ``decide`` and an ``AuditedCall`` of its own.
 
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
@@ -15,6 +15,7 @@ cannot leave the key in flight: the backend call (bounded by its timeout) and th
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -26,11 +27,16 @@ from mcp.server import ServerRequestContext
 from gateway.approvals.policy import Choice, from_plan, public_mode, scopes_for
 from gateway.approvals.rules import approved_by
 from gateway.audit import trail
+from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.catalog import IDEMPOTENCY_KEY as KEY
+from gateway.catalog import PLAN_ID
 from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import current_person
+from gateway.printable import printable
+from gateway.progress import ASKING, CALLING, DONE, Reporter, silent
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import MISSING
@@ -66,6 +72,7 @@ class AuditedCall:
     gw: Gateway
     name: str
     caller: str
+    progress: Reporter = silent
     entry: AuditEntry = field(init=False)
     audited: bool = field(default=False, init=False)
 
@@ -77,13 +84,27 @@ class AuditedCall:
         self.entry = replace(self.entry, **facts)
 
     async def audit(self, outcome: str, code: str | None) -> None:
-        """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
+        """One audit entry per decision, stored on its own (a write's outcome is stored with its key instead);
+        a refusal that never reached a plan is counted, and stored only as the first of its minute
+        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``)."""
         if self.audited:
             return
+        entry = self.decision(outcome, code)
+        store, refusals = self.gw.store, self.gw.refusals
+        for report in refusals.due(entry.at):
+            await trail.append(store, report)
+        if is_flood_candidate(entry):
+            self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
+            if not refusals.admit(entry):
+                return
+        await trail.append(store, entry)
+
+    def decision(self, outcome: str, code: str | None) -> AuditEntry:
+        """The entry of this call's one decision; the user's answer, if there was a prompt, is counted too."""
         self.audited = True
         if self.entry.confirmation is not None:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code))
+        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code)
 
 
 @dataclass
@@ -130,8 +151,7 @@ async def run_decision(
 ) -> Answer:
     """Admit the call, let ``decide`` run it, and leave exactly one audit entry for its decision (none for an
     InputRequiredResult round). A refusal is audited with the code the caller sees."""
-    raw = params.arguments or {}
-    call.note(plan_id=_short_text(raw.get("planId")), idempotency_key=_short_text(raw.get("idempotencyKey")))
+    call.note(**audited_arguments(params.arguments or {}))
     try:
         try:
             outcome = await decide(call, ctx, params, await admit())
@@ -170,6 +190,7 @@ async def _decide(
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
+        await call.progress(ASKING)
         approved = await approval.approve(ctx, params, request, gw.store, gw.clock)
         if isinstance(approved, types.InputRequiredResult):
             return approved
@@ -185,6 +206,7 @@ async def _decide(
             key=key,
             timeout=call.config.prompt_timeout_seconds,
         )
+        await call.progress(ASKING)
         answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
         if isinstance(answer, types.InputRequiredResult):
             return answer
@@ -242,6 +264,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
                 raise
             payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
             backend = gw.backend_for(call.name)
+            await call.progress(CALLING)
             reply = await send_claimed(
                 gw, record, lambda: backend.call(write.call.action, payload, write.call.timeout_seconds)
             )
@@ -254,6 +277,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             await record_outcome(call, record, settlement)
             if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
                 await _count(call)
+            await call.progress(DONE)
     error = settlement.error()
     if error is not None:
         raise error
@@ -276,22 +300,21 @@ async def send_claimed(gw: Gateway, record: KeyRecord, send: Callable[[], Awaita
 
 
 async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:
-    """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
-    and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so no write that
-    reached the backend goes unaudited. The key settles even if the audit raises."""
+    """Settle the key together with the outcome's audit entry: one transaction where the store has one (a crash
+    keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
+    with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
+    no write that reached the backend goes unaudited."""
     error = settlement.error()
+    outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
+    entry = call.decision(outcome, None if error is None else error.wire_code)
+    crash_point("before-settle")
     try:
-        outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-        await call.audit(outcome, None if error is None else error.wire_code)
-    finally:
-        crash_point("before-settle")
-        try:
-            next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
-            await call.gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
-        except StoreUnavailable:
-            # The call was sent, so say what happened. The key stays in flight until its lock lapses
-            # and then reads outcome_unknown: it never writes again.
-            log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
+        next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
+        await trail.settle(call.gw.store, replace(record, state=settlement.state, result=settlement.result), entry)
+    except StoreUnavailable:
+        # The call was sent, so say what happened. The key stays in flight until its lock lapses
+        # and then reads outcome_unknown: it never writes again.
+        log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
 
 
 async def _count(call: WriteCall) -> None:
@@ -313,5 +336,18 @@ async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, 
     raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
 
 
-def _short_text(value: Any) -> str | None:
-    return value[:128] if isinstance(value, str) else None
+def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
+    """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
+    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.printable), so a
+    refused call cannot put control or bidi characters into the trail an operator reads."""
+    facts: dict[str, Any] = {}
+    invalid: dict[str, str] = {}
+    for name, field_name, schema in (("planId", "plan_id", PLAN_ID), ("idempotencyKey", "idempotency_key", KEY)):
+        value = raw.get(name)
+        if isinstance(value, str) and re.fullmatch(schema["pattern"], value):
+            facts[field_name] = value
+        elif value is not None:
+            invalid[name] = printable(value[:128]) if isinstance(value, str) else f"({type(value).__name__})"
+    if invalid:
+        facts["extra"] = {"invalid": invalid}
+    return facts

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from gateway.backend.client import Opener
 from gateway.config import GatewayConfig
@@ -22,6 +23,16 @@ from tests.support.profiles import Profile
 
 ERAS = ["2025-11-25", "2026-07-28"]
 YES = {"confirm": True}
+
+# Raw streamable-HTTP messages, for tests that look at statuses and headers rather than through an SDK client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 class Clock:
@@ -87,6 +98,14 @@ def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
     """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
     mode = "legacy" if era == "2025-11-25" else "auto"
     return Client(build_server(gw), mode=mode, elicitation_callback=answers)
+
+
+def http_client(era: str, url: str, answers: Any = None) -> Client:
+    """A real SDK client over streamable HTTP speaking one era: 2025-11-25 on a stateful session (prompts pushed
+    over SSE), 2026-07-28 stateless (InputRequiredResult rounds)."""
+    if era == "2025-11-25":
+        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers or Answers())
+    return Client(url, elicitation_callback=answers or Answers())
 
 
 def error_code(result: types.CallToolResult) -> str:

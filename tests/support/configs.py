@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import GatewayConfig, load_config, parse_config, to_toml
-from tests.support.processes import backend_args
+from tests.support.processes import ROOT, backend_args
 from tests.support.profiles import FLAGS, TENANTS, Profile
 
 BACKEND_NAMES = {TENANTS.name: "tenants", FLAGS.name: "flags"}
@@ -69,10 +69,12 @@ def config_data(
     data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
     data["rate_limits"] = {"per_caller": UNLIMITED}
     command, *args = backend_args(profile, db, *extra_backend_args)
-    stdio = {"transport": "stdio", "command": command, "args": args, "call_timeout_seconds": 20}
+    stdio = {"transport": "stdio", "command": command, "args": args, "cwd": str(state_dir), "call_timeout_seconds": 20}
+    if not profile.backend_module.startswith("legacy_backend"):  # a test server: not installed, found in the checkout
+        stdio["env"] = {"PYTHONPATH": str(ROOT)}
     merged = {**data["backend"], **stdio, **(backend or {})}
     if merged["transport"] == "http":
-        merged = {key: value for key, value in merged.items() if key not in ("command", "args")}
+        merged = {key: value for key, value in merged.items() if key not in ("command", "args", "cwd")}
     data["backend"] = merged
     if tools is not None:
         tools(data["tools"])
@@ -99,7 +101,9 @@ def together_data(
         name = BACKEND_NAMES[each.name]
         data["backends"][name] = {**single["backend"], **(backends or {}).get(name, {})}
         if data["backends"][name]["transport"] == "http":
-            data["backends"][name] = {k: v for k, v in data["backends"][name].items() if k not in ("command", "args")}
+            data["backends"][name] = {
+                k: v for k, v in data["backends"][name].items() if k not in ("command", "args", "cwd")
+            }
         data["lookups"].update({lookup: {**body, "backend": name} for lookup, body in single["lookups"].items()})
         for tool, body in single["tools"].items():
             data["tools"][tool] = body if body["kind"] == "write" else {**body, "backend": name}

@@ -20,7 +20,7 @@ from gateway.config import BackendSection, GatewayConfig
 
 SERVERS = {
     "legacy_backend": "legacy_backend.cli",
-    "tests.flags_backend": "tests.flags_backend.__main__",
+    "legacy_backend.flags": "legacy_backend.flags",
     "tests.db_backend": "tests.db_backend.__main__",
 }
 """Where each backend module's ``server_for(argv)`` lives."""

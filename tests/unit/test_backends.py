@@ -60,7 +60,7 @@ async def test_the_tools_of_a_backend_that_is_down_fail_alone(half_down: tuple[G
 async def test_readiness_and_metrics_name_each_backend(half_down: tuple[Gateway, Path]) -> None:
     gw, _ = half_down
     transport = httpx.ASGITransport(app=build_app(gw))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as http:
         ready = await http.get("/readyz")
         metrics = (await http.get("/metrics")).text
     assert ready.status_code == 200  # one backend answers: its tools are served

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.cli import lease_refusal
 from gateway.config import ConfigError, WriteTool, load_config, parse_config
+from tests.support.configs import together_data
+from tests.support.profiles import TENANTS
 
 
 def default_data() -> dict[str, Any]:
@@ -22,7 +27,7 @@ def test_the_default_config_publishes_three_tools_split_by_risk() -> None:
     }
     reset = config.tools["reset_tenant"]
     assert isinstance(reset, WriteTool) and reset.preview == "preview_tenant_reset"
-    assert config.gateway.store == "sqlite:var/gateway.db"
+    assert config.gateway.store == f"sqlite:{config.gateway.state_dir}/gateway.db"
 
 
 @pytest.mark.parametrize(
@@ -116,3 +121,21 @@ def test_a_missing_file_is_a_plain_sentence(tmp_path: Any) -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(tmp_path / "absent.toml")
     assert "cannot read config file" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: d["backends"]["flags"].update(call_timeout_seconds=28), "backends.flags.call_timeout_seconds"),
+        (lambda d: d["tools"]["describe_flag"].update(timeout_seconds=40), "tools.describe_flag.timeout_seconds"),
+    ],
+)
+def test_a_redis_lock_lease_must_outlast_every_backends_and_every_pass_through_writes_timeout(
+    tmp_path: Path, change: Callable[[dict[str, Any]], None], named: str
+) -> None:
+    store = "redis://127.0.0.1:1/0?lock_lease=30"
+    data = together_data(TENANTS, tmp_path / "backend.db", state_dir=tmp_path / "state", store=store)
+    assert lease_refusal(parse_config(data)) is None  # every timeout is 20 s: the lease outlasts each by 10 s
+    change(data)
+    refusal = lease_refusal(parse_config(data))
+    assert refusal is not None and named in refusal

@@ -15,6 +15,7 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from gateway.progress import ASKING, CALLING, DONE
 from gateway.runtime import Gateway
 from tests.support.clients import NOT_A_YES, NOT_A_YES_IDS, Answers, connect, error_body, error_code, new_key
 from tests.support.configs import HINTS_READ
@@ -132,6 +133,23 @@ async def test_a_confirmed_passthrough_write_applies_once_and_a_retry_replays_wi
     assert FLAGS.write_count(db) == before + 1
     assert answers.messages == [f'Set the description of flag "{FLAGS.spare}" to "{text}"?']
     assert await audit_of(gw, args["idempotencyKey"]) == [("applied", None), ("replayed", None)]
+
+
+async def test_a_confirmed_passthrough_write_reports_its_steps_like_a_planned_write(gw: Gateway, era: str) -> None:
+    messages: list[str | None] = []
+
+    async def seen(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message)
+
+    args = {"key": FLAGS.other, "description": f"Reported in {era}", "idempotencyKey": new_key()}
+    async with connect(gw, era, Answers()) as client:
+        done = await client.call_tool("describe_flag", args, progress_callback=seen)
+        replayed = len(messages)
+        await client.call_tool("describe_flag", args, progress_callback=seen)
+    assert not done.is_error, done.content
+    # 2026-era clients are asked in a first round of their own, so "asking" comes once more there.
+    assert messages[-3:] == [ASKING, CALLING, DONE] and set(messages[:-3]) <= {ASKING}
+    assert len(messages) == replayed  # a replay reports nothing
 
 
 async def test_a_key_reused_with_other_arguments_is_refused_before_any_prompt(gw: Gateway, era: str, db: Path) -> None:
