@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from gateway.approvals.notify import Notifier
 from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
@@ -36,6 +35,7 @@ from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
+from gateway.webhooks import Notifier
 
 
 @dataclass
