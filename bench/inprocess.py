@@ -58,7 +58,7 @@ class Clocks:
 
 def instrument(gw: Gateway, server: Any, clocks: Clocks) -> None:
     """Put the clocks around the handler, the gateway's middleware, and the backend client."""
-    real_call = gw.backend.call
+    real_call = gw.backends["default"].call
 
     async def timed_call(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -68,7 +68,7 @@ def instrument(gw: Gateway, server: Any, clocks: Clocks) -> None:
             clocks.backend += time.perf_counter() - started
             clocks.backend_calls += 1
 
-    gw.backend.call = timed_call  # type: ignore[method-assign]
+    gw.backends["default"].call = timed_call  # type: ignore[method-assign]
 
     entry = server._request_handlers["tools/call"]
     real_handler = entry.handler

@@ -3,20 +3,26 @@
 The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
 a compiled validator (gateway.validators) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
 and for the message when a check fails.
+
+Some schemas need the backends: an input enum read from a lookup, a pass-through tool's schemas from its
+backend's ``tools/list``. A ``Catalog`` holds the tools that could be built and, for the others, why not (their
+backend is down, or a pass-through tool does not fit what its backend offers): a backend that is down takes
+only its own tools away.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 from jsonschema import Draft202012Validator, FormatChecker
 
-from gateway.config import GatewayConfig, Limits, PreviewTool, ReadTool, ToolConfig, WriteTool
+from gateway.config import GatewayConfig, Limits, PassthroughTool, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.templates import names_in
 from gateway.text import is_plain, quoted
 from gateway.validators import Check, compile_check
 
@@ -60,11 +66,74 @@ class PublishedTool:
             raise ValueError(f"{self.name} output does not match its outputSchema: {_short(error.message)}")
 
 
-def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]]) -> dict[str, PublishedTool]:
-    """Every configured tool, ready to list and validate against. ``lookups`` supplies enum values."""
-    catalog = {}
-    formats = FormatChecker()
-    for name, tool_config in config.tools.items():
+class Misfit(Exception):
+    """A pass-through tool does not fit what its backend offers; ``key`` names the config key to change."""
+
+    def __init__(self, key: str, sentence: str) -> None:
+        super().__init__(f"{key}: {sentence}")
+        self.key = key
+        self.sentence = sentence
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The tools that are published now, and why each other configured tool is not."""
+
+    tools: dict[str, PublishedTool]
+    unavailable: dict[str, ToolError] = field(default_factory=dict)
+    misfits: dict[str, Misfit] = field(default_factory=dict)
+
+
+def needs(config: GatewayConfig, name: str) -> list[str]:
+    """What a tool's schemas are built from: ``lookups.NAME`` (input enums) and ``backends.NAME`` (a pass-through
+    tool's definition on its backend)."""
+    tool = config.tools[name]
+    if isinstance(tool, PassthroughTool):
+        return [f"backends.{config.backend_of(name)}"]
+    preview = (
+        tool if isinstance(tool, PreviewTool) else config.preview_of(tool) if isinstance(tool, WriteTool) else None
+    )
+    if preview is None:
+        return []
+    return [f"lookups.{field.enum_from}" for field in preview.inputs.values() if field.enum_from is not None]
+
+
+def build_catalog(
+    config: GatewayConfig,
+    lookups: Mapping[str, Mapping[str, Any]],
+    listings: Mapping[str, list[types.Tool]] | None = None,
+    failures: Mapping[str, ToolError] | None = None,
+) -> Catalog:
+    """Every configured tool that can be built, ready to list and validate against. ``lookups`` supplies enum values,
+    ``listings`` each backend's own tools; ``failures`` says which of those could not be read, and why."""
+    tools, unavailable, misfits = {}, {}, {}
+    for name in config.tools:
+        failed = [(failures or {})[need] for need in needs(config, name) if need in (failures or {})]
+        if failed:
+            unavailable[name] = failed[0]
+            continue
+        try:
+            tools[name] = publish(config, name, lookups, listings or {})
+        except Misfit as misfit:
+            log.error("%s is not published: %s", name, misfit)
+            misfits[name] = misfit
+            unavailable[name] = ToolError(
+                Code.BACKEND_ERROR, f"{name} does not fit what its backend offers; the operator must fix its config."
+            )
+    return Catalog(tools, unavailable, misfits)
+
+
+def publish(
+    config: GatewayConfig,
+    name: str,
+    lookups: Mapping[str, Mapping[str, Any]],
+    listings: Mapping[str, list[types.Tool]],
+) -> PublishedTool:
+    """One configured tool as clients see it, with its validators (Misfit for a pass-through tool that does not fit)."""
+    tool_config = config.tools[name]
+    if isinstance(tool_config, PassthroughTool):
+        tool = _passthrough(name, tool_config, listings[config.backend_of(name)])
+    else:
         input_schema, output_schema = _schemas(config, tool_config, lookups)
         tool = types.Tool(
             name=name,
@@ -74,19 +143,73 @@ def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]
             output_schema=output_schema,
             annotations=_annotations(tool_config),
         )
-        catalog[name] = PublishedTool(
-            name=name,
-            config=tool_config,
-            tool=tool,
-            inputs=Draft202012Validator(input_schema, format_checker=formats),
-            outputs=Draft202012Validator(output_schema, format_checker=formats),
-            inputs_valid=compile_check(input_schema, formats),
-            outputs_valid=compile_check(output_schema, formats),
+    assert tool.output_schema is not None
+    formats = FormatChecker()
+    return PublishedTool(
+        name=name,
+        config=tool_config,
+        tool=tool,
+        inputs=Draft202012Validator(tool.input_schema, format_checker=formats),
+        outputs=Draft202012Validator(tool.output_schema, format_checker=formats),
+        inputs_valid=compile_check(dict(tool.input_schema), formats),
+        outputs_valid=compile_check(dict(tool.output_schema), formats),
+    )
+
+
+def _passthrough(name: str, config: PassthroughTool, listing: list[types.Tool]) -> types.Tool:
+    """A backend's own tool under the operator's name, hints and schemas. A tool that writes gets the gateway's
+    ``idempotencyKey`` input and ``replayed`` output."""
+    source = config.source_name(name)
+    found = next((tool for tool in listing if tool.name == source), None)
+    if found is None:
+        raise Misfit(
+            f"tools.{name}.source", f"the backend has no tool {source!r}; it has {sorted(t.name for t in listing)}"
         )
-    return catalog
+    if config.input_schema is not None:
+        inputs = dict(config.input_schema)
+    else:  # strict, like every published tool: only the arguments the backend declares are passed on
+        inputs = {**found.input_schema, "additionalProperties": False}
+    outputs = config.output_schema if config.output_schema is not None else found.output_schema
+    if outputs is None:
+        raise Misfit(f"tools.{name}.output_schema", f"{source} declares no outputSchema; state one here")
+    if inputs.get("type") != "object" or outputs.get("type") != "object":
+        raise Misfit(f"tools.{name}.source", f"{source}'s schemas are not of type 'object'")
+    properties = inputs.get("properties", {})
+    if config.writes:
+        inputs = _with_property(name, inputs, "idempotencyKey", IDEMPOTENCY_KEY, "input_schema")
+        outputs = _with_property(name, outputs, "replayed", {"type": "boolean"}, "output_schema")
+    if config.target_argument is not None and config.target_argument not in properties:
+        raise Misfit(f"tools.{name}.target_argument", f"{source} has no argument {config.target_argument!r}")
+    unknown = names_in(config.message or "") - {"tool", "arguments", *properties}
+    if unknown:
+        raise Misfit(f"tools.{name}.message", f"uses {{{sorted(unknown)[0]}}}, which is not an argument of {source}")
+    hints = config.annotations
+    title = config.title or found.title
+    return types.Tool(
+        name=name,
+        title=title,
+        description=config.description or found.description,
+        input_schema=inputs,
+        output_schema=outputs,
+        annotations=types.ToolAnnotations(
+            title=title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        ),
+    )
 
 
-def _annotations(tool: ToolConfig) -> types.ToolAnnotations:
+def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: Any, key: str) -> dict[str, Any]:
+    properties = schema.get("properties", {})
+    if prop in properties:
+        raise Misfit(f"tools.{name}.{key}", f"already has a {prop!r} property, which the gateway adds itself")
+    required = [*schema.get("required", []), prop]
+    return {**schema, "properties": {**properties, prop: prop_schema}, "required": required}
+
+
+def _annotations(tool: ReadTool | PreviewTool | WriteTool) -> types.ToolAnnotations:
     """All four hints, always explicit."""
     if isinstance(tool, WriteTool):
         return types.ToolAnnotations(
@@ -102,7 +225,7 @@ def _annotations(tool: ToolConfig) -> types.ToolAnnotations:
 
 
 def _schemas(
-    config: GatewayConfig, tool: ToolConfig, lookups: Mapping[str, Mapping[str, Any]]
+    config: GatewayConfig, tool: ReadTool | PreviewTool | WriteTool, lookups: Mapping[str, Mapping[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     if isinstance(tool, ReadTool):
         limit = {"type": "integer", "minimum": 1, "maximum": tool.max_limit, "default": tool.default_limit}
@@ -120,7 +243,7 @@ def _schemas(
         "planId": PLAN_ID,
         **inputs,
         **{name: field.json_schema for name, field in preview.summary.items()},
-        "version": preview.target.version_schema,
+        preview.target.version_output: preview.target.version_schema,
     }
     always = [name for name in plan_fields if name not in preview.inputs or preview.inputs[name].required]
     if isinstance(tool, PreviewTool):
@@ -134,6 +257,14 @@ def _schemas(
     write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
     outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])
     return write_inputs, outputs
+
+
+def named_version(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """A preview's or a write's answer with its version under the configured output name (``target.version_output``,
+    the same for both). Plans and idempotency records keep it as ``version``: only what a client sees is renamed."""
+    if name == "version" or "version" not in body:
+        return body
+    return {name if key == "version" else key: value for key, value in body.items()}
 
 
 def _input_schema(

@@ -1,8 +1,9 @@
-"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit.
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit,
+inspect a server and draft its config.
 
 Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
-``check``, ``audit`` and ``call`` never do. Each subcommand imports what it needs when it runs, so ``--help``
-stays quick.
+``check``, ``audit``, ``call`` and ``inspect`` never do. Each subcommand imports what it needs when it runs,
+so ``--help`` stays quick.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
     check.add_argument(
+        "--probe-actions",
+        action="store_true",
+        help="when the god-tool's schema does not list its actions, call it once with an action that cannot exist "
+        "and look for the write actions in its refusal",
+    )
+    check.add_argument(
         "--explain",
         nargs="+",
         metavar="WORD",
@@ -99,6 +106,27 @@ def main(argv: list[str] | None = None) -> int:
     trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
     for sub in (listing, verify, head, trim):
         sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
+    inspecting = commands.add_parser(
+        "inspect", help="read any MCP server's tools (initialize and tools/list only), report, and draft a config"
+    )
+    where = inspecting.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--command", dest="server_command", help='a stdio server\'s command line, e.g. "python -m my_server --stdio"'
+    )
+    where.add_argument("--url", help="a streamable-HTTP server's MCP endpoint")
+    inspecting.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="for this connection only"
+    )
+    inspecting.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="NAME=ENV_VAR",
+        help="a header whose value is in an environment variable (the draft keeps the variable's name)",
+    )
+    inspecting.add_argument("--draft", metavar="FILE", help="write a draft config with TODOs to FILE")
+    inspecting.add_argument("--json", action="store_true", help="print the findings as JSON")
+    inspecting.add_argument("--timeout", type=float, default=60.0, help="seconds to connect and read (default 60)")
     approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
     approvals.add_argument("action", choices=["list", "approve", "reject"])
     approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
@@ -124,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the parsed subcommand."""
+    if args.command == "inspect":
+        return run_inspect(args)
     if args.command == "approvals":
         from gateway.approvals import remote
 
@@ -154,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.command == "check":
         logs.configure("error", "text")
-        return anyio.run(run_check, config, args.schemas, args.explain)
+        return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions)
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
@@ -258,22 +288,57 @@ def stdio_refusal(config: GatewayConfig) -> str | None:
 
 
 def lease_refusal(config: GatewayConfig) -> str | None:
-    """Why a Redis store's lock lease is too short for the longest write timeout, or None."""
-    from gateway.config import WriteTool
+    """Why a Redis store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
+    None."""
+    from gateway.config import PassthroughTool, WriteTool
     from gateway.stores.redis_url import lease_refusal
 
-    timeouts = {"backend.call_timeout_seconds": config.backend.call_timeout_seconds}
+    timeouts = {}
+    for name, section in config.backend_sections().items():
+        table = "backend" if section is config.backend else f"backends.{name}"
+        timeouts[f"{table}.call_timeout_seconds"] = section.call_timeout_seconds
     for name, tool in config.tools.items():
         if isinstance(tool, WriteTool) and tool.call.timeout_seconds is not None:
             timeouts[f"tools.{name}.call.timeout_seconds"] = tool.call.timeout_seconds
+        if isinstance(tool, PassthroughTool) and tool.writes and tool.timeout_seconds is not None:
+            timeouts[f"tools.{name}.timeout_seconds"] = tool.timeout_seconds
     return lease_refusal(config.gateway.store, timeouts)
 
 
-async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | None = None) -> int:
+async def run_check(
+    config: GatewayConfig, schemas: bool, explain: list[str] | None = None, probe_actions: bool = False
+) -> int:
     """The ``check`` subcommand."""
     from gateway.preflight import check
 
-    return await check(config, print, schemas=schemas, explain=explain)
+    return await check(config, print, schemas=schemas, explain=explain, probe_actions=probe_actions)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """The ``inspect`` subcommand."""
+    import shlex
+
+    from gateway import logs
+    from gateway.inspect.probe import Server, inspect
+
+    logs.configure("error", "text")
+    try:
+        headers = dict(_pair(text, ":") for text in args.header)
+        from_env = dict(_pair(text, "=") for text in args.header_env)
+        command = shlex.split(args.server_command) if args.server_command else []
+    except ValueError as exc:
+        print(f"mcp-safety-gateway inspect: {exc}", file=sys.stderr)
+        return 2
+    server = Server(command=command, url=args.url, headers=headers, headers_from_env=from_env)
+    draft_to = Path(args.draft) if args.draft else None
+    return inspect(server, print, draft_to=draft_to, as_json=args.json, seconds=args.timeout)
+
+
+def _pair(text: str, separator: str) -> tuple[str, str]:
+    name, found, value = text.partition(separator)
+    if not found or not name.strip():
+        raise ValueError(f"{text!r} is not NAME{separator}VALUE")
+    return name.strip(), value.strip()
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:

@@ -5,6 +5,11 @@ result whose first text block is JSON ``{"code", "message", "nextTool"?, "detail
 ``structuredContent``. Tests match ``code``; the message is for the model. The README's troubleshooting table
 is ``markdown_table()``, and a test keeps the two equal. A few codes are refusals of the HTTP transport itself
 (gateway/http): they travel in a JSON body beside an HTTP status instead, with the same meaning.
+
+Two codes speak of the target a preview plans a change to, and are spelled with the target's configured noun
+(``target.noun``): ``Code.TARGET_NOT_FOUND`` goes on the wire as ``tenant_not_found`` in the default config and
+as ``database_not_found`` in a gateway whose noun is "database". A ``ToolError`` carries the noun with the code;
+``wire_code`` is the spelling a client (and the audit) sees.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ class Code(StrEnum):
     FORBIDDEN = "forbidden"
     DENIED = "denied"
     RATE_LIMITED = "rate_limited"
-    TENANT_NOT_FOUND = "tenant_not_found"
-    TENANT_PROTECTED = "tenant_protected"
+    TARGET_NOT_FOUND = "{noun}_not_found"
+    TARGET_PROTECTED = "{noun}_protected"
     PLAN_NOT_FOUND = "plan_not_found"
     PLAN_EXPIRED = "plan_expired"
     PLAN_STALE = "plan_stale"
@@ -38,6 +43,38 @@ class Code(StrEnum):
     BACKEND_ERROR = "backend_error"
     TOO_MANY_SESSIONS = "too_many_sessions"
     PROXIED_REQUEST_REFUSED = "proxied_request_refused"
+
+    @property
+    def per_noun(self) -> bool:
+        """Whether the code is spelled with the target's noun."""
+        return NOUN in self.value
+
+    def spelled(self, noun: str | None = None) -> str:
+        """The code as a client sees it: a target code takes the target's noun (``tenant_not_found``)."""
+        if not self.per_noun:
+            return self.value
+        if noun is None:
+            raise ValueError(f"{self.name} is spelled with the target's noun; none was given")
+        return self.value.replace(NOUN, noun)
+
+    @classmethod
+    def parse(cls, wire: str) -> tuple[Code, str | None]:
+        """A code as a client saw it, back to the code and its noun (ValueError for no code of ours)."""
+        try:
+            return cls(wire), None
+        except ValueError:
+            pass
+        for code in cls:
+            suffix = code.value.partition(NOUN)[2]
+            if code.per_noun and wire.endswith(suffix) and len(wire) > len(suffix):
+                return code, wire[: len(wire) - len(suffix)]
+        raise ValueError(f"{wire!r} is not a gateway error code")
+
+
+NOUN = "{noun}"
+DEFAULT_NOUN = "tenant"
+"""The noun of the default config (gateway/config/gateway.toml): its target codes are ``tenant_not_found`` and
+``tenant_protected``."""
 
 
 @dataclass(frozen=True)
@@ -66,9 +103,15 @@ MEANINGS: dict[Code, Meaning] = {
         "do not retry it; ask an operator",
     ),
     Code.RATE_LIMITED: Meaning("the caller's token bucket is empty", "wait `details.retryAfterSeconds`"),
-    Code.TENANT_NOT_FOUND: Meaning("no target by that id", "list the targets to see which exist"),
-    Code.TENANT_PROTECTED: Meaning(
-        "the target is protected (by its flag or an id glob)", "protected targets are not changed through the gateway"
+    Code.TARGET_NOT_FOUND: Meaning(
+        "no target by that id (the code names the target's `noun`: `tenant_not_found` in the default config, "
+        '`database_not_found` where `noun = "database"`)',
+        "list the targets to see which exist",
+    ),
+    Code.TARGET_PROTECTED: Meaning(
+        "the target is protected (by its flag or an id glob); spelled with the `noun` like the row above "
+        "(`tenant_protected` by default)",
+        "protected targets are not changed through the gateway",
     ),
     Code.PLAN_NOT_FOUND: Meaning("no plan by that id for this caller (or it was used)", "preview again"),
     Code.PLAN_EXPIRED: Meaning("the plan outlived `plan_ttl_seconds`", "preview again"),
@@ -110,20 +153,31 @@ class ToolError(Exception):
     """A refusal with a stable code, a message naming the next step, and optional details."""
 
     def __init__(
-        self, code: Code | str, message: str, *, next_tool: str | None = None, details: dict[str, Any] | None = None
+        self,
+        code: Code | str,
+        message: str,
+        *,
+        noun: str | None = None,
+        next_tool: str | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = Code(code)  # ValueError for a code outside the enumeration
+        if isinstance(code, Code):
+            self.code, spelled_noun = code, None
+        else:
+            self.code, spelled_noun = Code.parse(code)  # ValueError for a code outside the enumeration
+        self.noun = noun or spelled_noun
+        self.wire_code = self.code.spelled(self.noun)  # ValueError for a target code without its noun
         self.message = message
         self.next_tool = next_tool
         self.details = details
 
     def __repr__(self) -> str:
-        return f"ToolError(code={self.code.value!r}, message={self.message!r})"
+        return f"ToolError(code={self.wire_code!r}, message={self.message!r})"
 
     def body(self) -> dict[str, Any]:
         """The JSON object sent to the client."""
-        body: dict[str, Any] = {"code": self.code.value, "message": self.message}
+        body: dict[str, Any] = {"code": self.wire_code, "message": self.message}
         if self.next_tool is not None:
             body["nextTool"] = self.next_tool
         if self.details is not None:

@@ -2,7 +2,9 @@
 
 gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, or an error code
 gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
-gateway_backend_call_seconds{action, result}    result: ok, error (isError), lost, unavailable
+gateway_backend_call_seconds{action, result, backend}   result: ok, error (isError), lost, unavailable;
+                                                 action: a god-tool action or a pass-through tool's name
+gateway_backend_connected{backend}              1 while a live connection to that backend is held
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
@@ -14,6 +16,8 @@ gateway_audit_stream_total{sink, result}        audit entries streamed out: sent
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -33,9 +37,15 @@ class Metrics:
         )
         self.backend_seconds = Histogram(
             "gateway_backend_call_seconds",
-            "Time of each god-tool call.",
-            ["action", "result"],
+            "Time of each backend call.",
+            ["action", "result", "backend"],
             buckets=FAST,
+            registry=self.registry,
+        )
+        self.backend_connected = Gauge(
+            "gateway_backend_connected",
+            "Whether a live connection to the backend is held.",
+            ["backend"],
             registry=self.registry,
         )
         self.answers = Counter(
@@ -75,9 +85,17 @@ class Metrics:
             "gateway_audit_stream", "Audit entries streamed to sinks.", ["sink", "result"], registry=self.registry
         )
 
-    def observe_backend(self, action: str, result: str, seconds: float) -> None:
-        """One god-tool call's duration and how it ended."""
-        self.backend_seconds.labels(action, result).observe(seconds)
+    def backend_observer(self, backend: str) -> Callable[[str, str, float], None]:
+        """What one backend's client reports each call's duration and ending to."""
+
+        def observe(action: str, result: str, seconds: float) -> None:
+            self.backend_seconds.labels(action, result, backend).observe(seconds)
+
+        return observe
+
+    def track_connection(self, backend: str, connected: Callable[[], bool]) -> None:
+        """Report a backend's connection state, read at each scrape."""
+        self.backend_connected.labels(backend).set_function(lambda: 1.0 if connected() else 0.0)
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""

@@ -4,22 +4,39 @@ It validates the file, connects to the backend, confirms the god-tool and its ar
 mapped read action (lists, lookups, the target read), checks that every configured path finds a value, and
 prints the published tools. Write actions are never called, and the gateway's own state is never opened: a
 check run beside a live gateway changes nothing (no store, no key file, no recovery).
+
+A write action's name is verified without calling it (gateway.actions): against the god-tool's input schema
+when it enumerates its actions; otherwise, only when the operator asks (``--probe-actions``), by calling the
+god-tool with an action that cannot exist and finding the name in the refusal's list of valid actions;
+otherwise the check warns that the action is unverified.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from mcp_types import Tool
 
+from gateway import actions
 from gateway.backend import Backend, BackendUnavailable, OutcomeLost
 from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
 from gateway.catalog import PublishedTool
-from gateway.config import GatewayConfig, PreviewTool, ReadTool, WriteTool
+from gateway.config import (
+    BackendSection,
+    GatewayConfig,
+    Lookup,
+    PassthroughTool,
+    PreviewTool,
+    ReadTool,
+    ToolConfig,
+    WriteTool,
+)
 from gateway.errors import Code, ToolError
 from gateway.printable import columns, printable
 from gateway.runtime import load_catalog
@@ -30,9 +47,10 @@ PROBE_ID = "__gateway_check_absent__"
 
 @dataclass
 class Report:
-    """What the check found: problems (each names a config key) and notes."""
+    """What the check found: problems (each names a config key), warnings and notes."""
 
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def problem(self, key: str, sentence: str) -> None:
@@ -40,34 +58,52 @@ class Report:
 
 
 async def check(
-    config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False, explain: list[str] | None = None
+    config: GatewayConfig,
+    out: Callable[[str], None],
+    *,
+    schemas: bool = False,
+    explain: list[str] | None = None,
+    probe_actions: bool = False,
 ) -> int:
-    """Run every check, print the report and the tool table; 0 when nothing is wrong. ``explain``
-    (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
+    """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
+    ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
+    catalog = None
     explained: list[str] = []
-    async with McpBackend(config.backend) as backend:
-        probe = Probe(config, backend, TargetReader(backend))
-        try:
-            with anyio.fail_after(config.backend.connect_timeout_seconds + 3 * config.backend.call_timeout_seconds):
-                await _check_backend(probe, report)
-        except (BackendUnavailable, OutcomeLost, TimeoutError):
-            report.problem("backend", "the backend cannot be reached; check command/args or url")
-        catalog = None
-        if not report.problems:
+    async with AsyncExitStack() as stack:
+        backends: dict[str, Backend] = {}
+        for name, section in config.backend_sections().items():
+            backends[name] = await stack.enter_async_context(McpBackend(section))
+        readers = {name: TargetReader(backend) for name, backend in backends.items()}
+        probes = {
+            name: Probe(config, name, section, backends[name], readers[name], readers, probe_actions)
+            for name, section in config.backend_sections().items()
+        }
+        for probe in probes.values():
             try:
-                catalog = await load_catalog(config, probe.reader)
-            except ToolError as err:
-                report.problem("lookups", err.message)
+                with anyio.fail_after(probe.section.connect_timeout_seconds + 3 * probe.section.call_timeout_seconds):
+                    await _check_backend(probe, report)
+            except (BackendUnavailable, OutcomeLost, TimeoutError):
+                report.problem(probe.key, "the backend cannot be reached; check command/args or url")
+        if not report.problems:
+            loaded = await load_catalog(config, readers, backends)
+            for misfit in loaded.misfits.values():
+                report.problem(misfit.key, misfit.sentence)
+            for name, err in loaded.unavailable.items():
+                if name not in loaded.misfits:
+                    report.problem(f"tools.{name}", err.message)
+            catalog = loaded.tools
         if explain and not report.problems:
-            explained = await _explain_rules(probe, explain, report)
+            explained = await _explain_rules(probes, explain, report)
     for note in report.notes:
         out(f"ok    {note}")
+    for warning in report.warnings:
+        out(f"WARN  {warning}")
     for problem in report.problems:
         out(f"FAIL  {problem}")
     if catalog is not None:
         out("")
-        out(tool_table(catalog))
+        out(tool_table(catalog, config))
         if schemas:
             for tool in catalog.values():
                 out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
@@ -77,7 +113,7 @@ async def check(
     return 1 if report.problems else 0
 
 
-async def _explain_rules(probe: Probe, words: list[str], report: Report) -> list[str]:
+async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: Report) -> list[str]:
     """Which approval rule a plan for WRITE_TOOL TARGET [key=value ...] would hit, each rule's verdict on the way.
     The target and lookups are read from the backend; the caller is the local one with every scope, and the
     write counters are zero (a check opens no store)."""
@@ -87,17 +123,17 @@ async def _explain_rules(probe: Probe, words: list[str], report: Report) -> list
     from gateway.text import quoted
     from gateway.tools.preview import effect
 
-    config = probe.config
+    config = next(iter(probes.values())).config
     if len(words) < 2 or not isinstance(config.tools.get(words[0]), WriteTool):
         names = ", ".join(name for name, tool in config.tools.items() if isinstance(tool, WriteTool))
         report.problem("--explain", f"give a write tool ({names}), a target id and the other arguments as key=value")
         return []
     write = config.tools[words[0]]
     assert isinstance(write, WriteTool)
-    preview = config.preview_of(write)
+    preview, probe = config.preview_of(write), probes[config.backend_of(words[0])]
     try:
         args = {**parse_pairs(words[2:]), preview.target_input: words[1]}
-        state, summary = await effect(probe.reader, config, preview, args)
+        state, summary = await effect(probe.reader, probe.lookup, preview, args)
     except (UsageError, ToolError) as err:
         report.problem("--explain", str(err))
         return []
@@ -123,44 +159,101 @@ async def _explain_rules(probe: Probe, words: list[str], report: Report) -> list
 
 @dataclass(frozen=True)
 class Probe:
-    """What a check reads through: the config and the backend's reads (no store, no keys)."""
+    """What a check of one backend reads through: the config and that backend's reads (no store, no keys)."""
 
     config: GatewayConfig
+    name: str
+    section: BackendSection
     backend: Backend
     reader: TargetReader
+    readers: Mapping[str, TargetReader]
+    probe_actions: bool = False
+
+    async def lookup(self, name: str) -> dict[str, Any]:
+        """A lookup table, read from its own backend."""
+        return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
+
+    @property
+    def key(self) -> str:
+        """The backend's table in the config: ``backend`` or ``backends.NAME``."""
+        return "backend" if self.config.backend is self.section else f"backends.{self.name}"
+
+    def tools(self) -> dict[str, ToolConfig]:
+        """The configured tools this backend serves."""
+        return {name: tool for name, tool in self.config.tools.items() if self.config.backend_of(name) == self.name}
+
+    def lookups(self) -> dict[str, Lookup]:
+        """The lookups read from this backend."""
+        config = self.config
+        return {name: lookup for name, lookup in config.lookups.items() if config.lookup_backend(name) == self.name}
 
 
 async def _check_backend(probe: Probe, report: Report) -> None:
-    config = probe.config
+    section, key = probe.section, probe.key
     tools = {tool.name: tool for tool in await probe.backend.list_tools()}
-    god = tools.get(config.backend.tool)
-    if god is None:
-        report.problem("backend.tool", f"the backend has no tool {config.backend.tool!r}; it has {sorted(tools)}")
+    mapped = probe.tools()
+    if all(isinstance(tool, PassthroughTool) for tool in mapped.values()) and not probe.lookups():
+        report.notes.append(f"{key} publishes {len(tools)} tools; only pass-through tools use it")
         return
-    report.notes.append(f"backend publishes {config.backend.tool}")
+    god = tools.get(section.tool)
+    if god is None:
+        report.problem(f"{key}.tool", f"the backend has no tool {section.tool!r}; it has {sorted(tools)}")
+        return
+    report.notes.append(f"{key} publishes {section.tool}")
     properties = god.input_schema.get("properties", {})
-    for key in ("action_argument", "payload_argument"):
-        name = getattr(config.backend, key)
+    for argument in ("action_argument", "payload_argument"):
+        name = getattr(section, argument)
         if properties and name not in properties:
-            report.problem(
-                f"backend.{key}", f"{config.backend.tool} has no argument {name!r}; it has {sorted(properties)}"
-            )
+            report.problem(f"{key}.{argument}", f"{section.tool} has no argument {name!r}; it has {sorted(properties)}")
     sample: dict[str, Any] | None = None
-    for name, tool in config.tools.items():
+    for name, tool in mapped.items():
         if isinstance(tool, ReadTool):
             sample = await _check_read(probe, name, tool, report) or sample
-    for name, lookup in config.lookups.items():
+    for name, lookup in probe.lookups().items():
         try:
             table = await probe.reader.lookup(name, lookup)
             report.notes.append(f"lookups.{name} has {len(table)} entries")
         except ToolError as err:
             action = lookup.call.action if lookup.call is not None else ""
             report.problem(f"lookups.{name}.call", await _backend_says(probe, err, action, {}))
-    for name, tool in config.tools.items():
+    for name, tool in mapped.items():
         if isinstance(tool, PreviewTool):
             await _check_preview(probe, name, tool, sample, report)
-        elif isinstance(tool, WriteTool):
-            report.notes.append(f"tools.{name} would call {tool.call.action!r} (writes are never called by check)")
+    await _check_write_actions(probe, god, report)
+
+
+async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
+    """Every write action's name, verified without calling it (see the module docstring)."""
+    writes = {name: tool.call.action for name, tool in probe.tools().items() if isinstance(tool, WriteTool)}
+    if not writes:
+        return
+    argument = probe.section.action_argument
+    listed = actions.enumerated(god.input_schema, argument)
+    source = f"the enum of {probe.section.tool}.{argument}"
+    if listed is None and probe.probe_actions:
+        refusal = await _refusal_of_an_impossible_action(probe)
+        if refusal is not None:
+            listed, source = actions.named_in(refusal, writes.values()), "its refusal of an action that cannot exist"
+    for name, action in writes.items():
+        key = f"tools.{name}.call.action"
+        if listed is None:
+            hint = "" if probe.probe_actions else "; pass --probe-actions to ask the backend"
+            report.warnings.append(f"{key}: {action!r} is unverified (the god-tool does not list its actions){hint}")
+        elif action in listed:
+            report.notes.append(f"tools.{name} would call {action!r}, listed in {source} (never called by check)")
+        elif source.startswith("its refusal"):
+            report.warnings.append(f"{key}: {action!r} is unverified: {source} does not name it")
+        else:
+            report.problem(key, f"{action!r} is not one of the god-tool's actions {sorted(listed)}")
+
+
+async def _refusal_of_an_impossible_action(probe: Probe) -> str | None:
+    """The god-tool's refusal of an action that cannot exist, or None if it did not refuse."""
+    try:
+        reply = await probe.backend.read(actions.IMPOSSIBLE, {})
+    except BackendUnavailable:
+        return None
+    return reply.text if reply.is_error else None
 
 
 async def _check_read(probe: Probe, name: str, tool: ReadTool, report: Report) -> dict[str, Any] | None:
@@ -192,7 +285,7 @@ async def _check_preview(
         await probe.reader.get(target, PROBE_ID)
         report.problem(f"tools.{name}.target.get", f"reading a target that cannot exist ({PROBE_ID}) succeeded")
     except ToolError as err:
-        if err.code != Code.TENANT_NOT_FOUND:
+        if err.code != Code.TARGET_NOT_FOUND:
             report.problem(
                 f"tools.{name}.target.get.action",
                 f"{target.get.action!r} did not answer 'not found' for an absent id "
@@ -222,23 +315,29 @@ async def _check_preview(
         report.problem(f"tools.{name}.target.protected_field", f"the {target.noun} has no {target.protected_field!r}")
 
 
-def tool_table(catalog: dict[str, PublishedTool]) -> str:
-    """The published tools with their kind, hints and backend action, one line each."""
-    rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action")]
+def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
+    """The published tools with their kind, hints, backend action (or the backend's own tool) and backend."""
+    rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action", "backend")]
     for tool in catalog.values():
         hints = tool.tool.annotations
         assert hints is not None
-        config = tool.config
-        action = config.target.get.action if isinstance(config, PreviewTool) else config.call.action
+        tool_config = tool.config
+        if isinstance(tool_config, PassthroughTool):
+            action = f"tool {tool_config.source_name(tool.name)}"
+        elif isinstance(tool_config, PreviewTool):
+            action = tool_config.target.get.action
+        else:
+            action = tool_config.call.action
         rows.append(
             (
                 tool.name,
-                config.kind,
+                tool_config.kind,
                 str(hints.read_only_hint).lower(),
                 str(hints.destructive_hint).lower(),
                 str(hints.idempotent_hint).lower(),
                 str(hints.open_world_hint).lower(),
                 action,
+                config.backend_of(tool.name),
             )
         )
     return columns(rows)

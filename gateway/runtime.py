@@ -1,27 +1,35 @@
-"""The running gateway's parts in one object: config, backend, store, keys, clock, and the tool catalog.
+"""The running gateway's parts in one object: config, backends, store, keys, clock, and the tool catalog.
 
 ``open_gateway`` opens them and changes nothing: start-up recovery (gateway.audit.trail.recover) is a step of
 ``serve`` alone, so ``check``, ``audit`` and the tests never settle another process's keys.
+
+Each configured backend has its own client and reader; a tool reaches the one that serves it
+(``backend_for`` / ``reader_for``). The catalog is read from the backends lazily and kept once complete; while
+a backend is down, its tools are left out (``unavailable`` says why) and the next call tries it again, answering
+from the tools known so far while that try runs.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
+import mcp_types as types
 
 from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
-from gateway.backend import Backend
+from gateway.backend import Backend, BackendUnavailable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
-from gateway.catalog import PublishedTool, build_catalog
-from gateway.config import GatewayConfig, PreviewTool
+from gateway.catalog import Catalog, PublishedTool, build_catalog, needs
+from gateway.config import GatewayConfig
 from gateway.cursor import CursorCodec
+from gateway.errors import Code, ToolError
 from gateway.keys import load_audit_keys, load_keys
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
@@ -35,7 +43,7 @@ class Gateway:
     """Everything a request handler needs. Built once per process and shared by every connection."""
 
     config: GatewayConfig
-    backend: Backend
+    backends: dict[str, Backend]
     store: Store
     keys: list[bytes]
     clock: Callable[[], float] = time.time
@@ -45,25 +53,45 @@ class Gateway:
     """Delivers approval webhooks in the background (started by open_gateway)."""
     served_at: str | None = None
     """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
-    reader: TargetReader = field(init=False)
+    readers: dict[str, TargetReader] = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
-    _catalog: dict[str, PublishedTool] | None = field(default=None, init=False)
+    _catalog: Catalog | None = field(default=None, init=False)
+    _listings: dict[str, list[types.Tool]] = field(default_factory=dict, init=False)
     _catalog_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False)
 
     def __post_init__(self) -> None:
-        self.reader = TargetReader(self.backend)
+        self.readers = {name: TargetReader(backend) for name, backend in self.backends.items()}
         self.limiter = RateLimiter(self.config, self.store)
         self.cursors = CursorCodec(self.keys)
 
-    async def catalog(self) -> dict[str, PublishedTool]:
-        """The published tools; the first call reads the lookups that input enums come from."""
-        if self._catalog is not None:  # every call asks; only the first waits on the lock
-            return self._catalog
+    def backend_for(self, tool: str) -> Backend:
+        """The backend that serves a tool."""
+        return self.backends[self.config.backend_of(tool)]
+
+    def reader_for(self, tool: str) -> TargetReader:
+        """The reads of the backend that serves a tool."""
+        return self.readers[self.config.backend_of(tool)]
+
+    async def lookup(self, name: str) -> dict[str, Any]:
+        """A lookup table, read from its own backend once and kept."""
+        return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
+
+    async def catalog(self, *, retry: bool = True) -> dict[str, PublishedTool]:
+        """The published tools; the first call reads what their schemas need from the backends. Later, while some
+        tools are missing, a call with ``retry`` tries their backends again (``tools/list``, and a call of a
+        missing tool); other calls answer from the tools known, never waiting on a backend that is down."""
+        known = self._catalog
+        if known is not None and (not known.unavailable or not retry or self._catalog_lock.locked()):
+            return known.tools  # complete, or not asked to retry, or a retry is running: answer with what is known
         async with self._catalog_lock:
-            if self._catalog is None:
-                self._catalog = await load_catalog(self.config, self.reader)
-            return self._catalog
+            if self._catalog is None or self._catalog.unavailable:
+                self._catalog = await load_catalog(self.config, self.readers, self.backends, self._listings)
+            return self._catalog.tools
+
+    def unavailable(self, name: str) -> ToolError | None:
+        """Why a configured tool is not published right now (its backend is down, or it does not fit), or None."""
+        return (self._catalog.unavailable if self._catalog is not None else {}).get(name)
 
     @property
     def approvals_url(self) -> str | None:
@@ -72,21 +100,46 @@ class Gateway:
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:
         """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""
-        tool = (self._catalog or {}).get(name)
+        tool = (self._catalog.tools if self._catalog is not None else {}).get(name)
         return dict(tool.tool.input_schema) if tool is not None else None
 
 
-async def load_catalog(config: GatewayConfig, reader: TargetReader) -> dict[str, PublishedTool]:
-    """The published tools, with input enums read from their lookups."""
-    names = {
-        field.enum_from
-        for tool in config.tools.values()
-        if isinstance(tool, PreviewTool)
-        for field in tool.inputs.values()
-        if field.enum_from is not None
-    }
-    lookups = {name: await reader.lookup(name, config.lookups[name]) for name in sorted(names)}
-    return build_catalog(config, lookups)
+async def load_catalog(
+    config: GatewayConfig,
+    readers: Mapping[str, TargetReader],
+    backends: Mapping[str, Backend],
+    listings: dict[str, list[types.Tool]] | None = None,
+) -> Catalog:
+    """The published tools, with input enums read from their lookups and pass-through tools from their backends'
+    tool lists (kept in ``listings`` once read). Every backend is read at once; one that fails takes only the
+    tools that need it."""
+    listings = {} if listings is None else listings
+    wanted = {need for name in config.tools for need in needs(config, name)}
+    lookups: dict[str, dict[str, Any]] = {}
+    failures: dict[str, ToolError] = {}
+
+    async def read_lookup(name: str) -> None:
+        try:
+            lookups[name] = await readers[config.lookup_backend(name)].lookup(name, config.lookups[name])
+        except ToolError as err:
+            failures[f"lookups.{name}"] = err
+
+    async def read_listing(backend: str) -> None:
+        try:
+            listings[backend] = await backends[backend].list_tools()
+        except BackendUnavailable:
+            failures[f"backends.{backend}"] = ToolError(
+                Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Nothing was changed; retry later."
+            )
+
+    async with anyio.create_task_group() as group:
+        for need in sorted(wanted):
+            kind, _, name = need.partition(".")
+            if kind == "lookups":
+                group.start_soon(read_lookup, name)
+            elif name not in listings:
+                group.start_soon(read_listing, name)
+    return build_catalog(config, lookups, listings, failures)
 
 
 @asynccontextmanager
@@ -95,13 +148,20 @@ async def open_gateway(
     *,
     clock: Callable[[], float] = time.time,
     opener: Opener | None = None,
+    openers: Mapping[str, Opener] | None = None,
     serving: str | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Open the store, the backend client and the audit stream; close them on exit. Changes no state.
+    """Open the store, every backend's client and the audit stream; close them on exit. Changes no state.
 
-    ``opener`` replaces how the backend connection is opened (tests run the legacy server in process).
-    ``serving`` (``serve`` alone) describes this process and takes the store for it before the backend starts
-    (Store.serve_from: a SQLite store another process serves raises StoreInUse)."""
+    ``openers`` replace how a named backend's connection is opened (tests run backend servers in process);
+    ``opener`` does so for the one backend of a single-backend config. ``serving`` (``serve`` alone) describes
+    this process and takes the store for it before the backends start (Store.serve_from: a SQLite store another
+    process serves raises StoreInUse)."""
+    sections = config.backend_sections()
+    if opener is not None:
+        if len(sections) != 1:
+            raise ValueError("opener= is for a config with one backend; pass openers= by name")
+        openers = {name: opener for name in sections}
     metrics = Metrics()
     state_dir = config.gateway.state_path()
     chain_keys = ChainKeys(load_audit_keys(state_dir))
@@ -110,14 +170,17 @@ async def open_gateway(
     try:
         if serving is not None:
             await store.serve_from(serving)
-        async with (
-            McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend,
-            sinks.open_feed(config.audit_stream, metrics.audit_stream) as feed,
-            anyio.create_task_group() as background,
-        ):
+        async with AsyncExitStack() as stack:
+            backends: dict[str, Backend] = {}
+            for name, section in sections.items():
+                client = McpBackend(section, observe=metrics.backend_observer(name), opener=(openers or {}).get(name))
+                backends[name] = await stack.enter_async_context(client)
+                metrics.track_connection(name, _connected(client))
+            feed = await stack.enter_async_context(sinks.open_feed(config.audit_stream, metrics.audit_stream))
+            background = await stack.enter_async_context(anyio.create_task_group())
             background.start_soon(notifier.run)
             sinks.attach(store, feed)
-            gw = Gateway(config, backend, store, load_keys(state_dir), clock, metrics, notifier=notifier)
+            gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier)
             try:
                 yield gw
             finally:
@@ -127,3 +190,7 @@ async def open_gateway(
                 background.cancel_scope.cancel()
     finally:
         await store.close()
+
+
+def _connected(client: McpBackend) -> Callable[[], bool]:
+    return lambda: client.connected

@@ -12,6 +12,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types as types
@@ -20,13 +21,14 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
 from gateway import logs, tracing
-from gateway.catalog import PublishedTool, refuse_oversized
-from gateway.config import ReadTool, WriteTool
+from gateway.catalog import PublishedTool, named_version, refuse_oversized
+from gateway.config import PassthroughTool, ReadTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.principal import readable
 from gateway.progress import Progress
 from gateway.runtime import Gateway
+from gateway.tools import passthrough
 from gateway.tools.listing import list_page
 from gateway.tools.preview import preview
 from gateway.tools.write import WriteCall, run_write
@@ -112,10 +114,13 @@ async def _answer(
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Route a call; every refusal becomes a coded result, anything unexpected a generic -32603."""
     try:
-        catalog = await gw.catalog()
-        published = catalog.get(params.name)
-        if published is None or not is_visible(gw.config, params.name, current_scopes()):
+        if params.name not in gw.config.tools or not is_visible(gw.config, params.name, current_scopes()):
             raise unknown_tool(params.name)
+        published = (await gw.catalog(retry=False)).get(params.name)
+        if published is None:  # not published yet: its backend could not be read so far; try it again
+            published = (await gw.catalog()).get(params.name)
+        if published is None:
+            raise gw.unavailable(params.name) or unknown_tool(params.name)
         return await _call(gw, published, ctx, params)
     except ToolError as err:
         return error_result(err)
@@ -151,16 +156,27 @@ async def _call(
 ) -> types.CallToolResult | types.InputRequiredResult:
     caller = current_caller(gw.config.gateway.stdio_caller)
     config = published.config
+
+    def admit() -> Awaitable[dict[str, Any]]:  # steps 1-2, run where each tool needs them
+        return _admitted(gw, published, params)
+
     if isinstance(config, WriteTool):
-        call = WriteCall(gw, published.name, config, gw.config.preview_of(config), caller, Progress(ctx.session))
-        outcome = await run_write(call, ctx, params, lambda: _admitted(gw, published, params))
+        plans = gw.config.preview_of(config)
+        call = WriteCall(gw, published.name, caller, progress=Progress(ctx.session), config=config, preview=plans)
+        outcome = await run_write(call, ctx, params, admit)
         if isinstance(outcome, types.InputRequiredResult):
             return outcome
-        return _written(published, outcome)
-    args = await _admitted(gw, published, params)
+        return _written(published, named_version(outcome, plans.target.version_output))
+    if isinstance(config, PassthroughTool):
+        answer = await passthrough.run(gw, published, config, caller, ctx, params, admit)
+        if isinstance(answer, types.InputRequiredResult):
+            return answer
+        return _written(published, answer) if config.writes else _success(published, answer)
+    args = await admit()
     if isinstance(config, ReadTool):
         return _success(published, await list_page(gw, published.name, config, args))
-    return _success(published, await preview(gw, published.name, config, args, caller))
+    body = await preview(gw, published.name, config, args, caller)
+    return _success(published, named_version(body, config.target.version_output))
 
 
 async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
@@ -201,5 +217,9 @@ def error_result(err: ToolError) -> types.CallToolResult:
 
 
 def _longest_prompt(gw: Gateway) -> float:
-    timeouts = [tool.prompt_timeout_seconds for tool in gw.config.tools.values() if isinstance(tool, WriteTool)]
+    timeouts = [
+        tool.prompt_timeout_seconds
+        for tool in gw.config.tools.values()
+        if isinstance(tool, WriteTool | PassthroughTool)
+    ]
     return max(timeouts, default=300.0)

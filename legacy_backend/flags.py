@@ -24,7 +24,9 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 from legacy_backend.faults import DROP_AFTER_WRITE, MALFORMED_AFTER_WRITE, Faults, parse_fault_specs, specs_from_env
 
@@ -93,15 +95,40 @@ class Flags:
             raise LookupError(f"Flag '{key}' does not exist")
         return _flag(row)
 
+    def set_description(self, key: str, description: str) -> dict[str, Any]:
+        self.get(key)
+        with self.transaction():
+            self.db.execute("UPDATE flags SET description = ? WHERE key = ?", (description, key))
+            self.log("set_description", key, {"description": description})
+        return self.get(key)
+
+    def delete(self, key: str) -> None:
+        self.get(key)
+        with self.transaction():
+            self.db.execute("DELETE FROM flags WHERE key = ?", (key,))
+            self.log("delete", key, {})
+
+    def history(self, key: str) -> dict[str, Any]:
+        self.get(key)
+        count, last = self.db.execute(
+            "SELECT COUNT(*), (SELECT op FROM write_log WHERE flag = ? ORDER BY id DESC LIMIT 1)"
+            " FROM write_log WHERE flag = ?",
+            (key, key),
+        ).fetchone()
+        return {"key": key, "writes": count, "lastOp": last}
+
+    def log(self, op: str, key: str, detail: dict[str, Any]) -> None:
+        self.db.execute(
+            "INSERT INTO write_log (at, op, flag, detail) VALUES (?, ?, ?, ?)",
+            (datetime.now(UTC).isoformat(), op, key, json.dumps(detail)),
+        )
+
     def set_rollout(self, key: str, rollout: int) -> dict[str, Any]:
         self.get(key)
         self.db.execute(
             "UPDATE flags SET rollout = ?, enabled = ?, rev = rev + 1 WHERE key = ?", (rollout, int(rollout > 0), key)
         )
-        self.db.execute(
-            "INSERT INTO write_log (at, op, flag, detail) VALUES (?, 'set_rollout', ?, ?)",
-            (datetime.now(UTC).isoformat(), key, json.dumps({"rollout": rollout})),
-        )
+        self.log("set_rollout", key, {"rollout": rollout})
         return self.get(key)
 
 
@@ -154,7 +181,39 @@ def build(flags: Flags, faults: Faults) -> MCPServer:
         return _text(body[: len(body) // 2] if fired == MALFORMED_AFTER_WRITE else body)
 
     server.add_tool(manage_flags, name="manage_flags", description="Flag admin: op + args.", structured_output=False)
+
+    # Ordinary tools beside the god-tool, as real servers have them: none states its hints.
+    async def flag_history(key: str) -> History:
+        try:
+            return History(**flags.history(key))
+        except LookupError as exc:
+            raise ToolError(str(exc.args[0])) from None
+
+    async def set_flag_description(key: str, description: str) -> CallToolResult:
+        try:
+            return _text({"flag": flags.set_description(key, description)})
+        except LookupError as exc:
+            return _text(str(exc.args[0]), is_error=True)
+
+    async def delete_flag(key: str) -> CallToolResult:
+        try:
+            flags.delete(key)
+        except LookupError as exc:
+            return _text(str(exc.args[0]), is_error=True)
+        return _text({"deleted": key})
+
+    server.add_tool(flag_history, description="How often a flag was written, and the last change.")
+    server.add_tool(set_flag_description, description="Set a flag's description.", structured_output=False)
+    server.add_tool(delete_flag, description="Delete a flag for good.", structured_output=False)
     return server
+
+
+class History(BaseModel):
+    """A flag's write history in brief (published with an outputSchema)."""
+
+    key: str
+    writes: int
+    lastOp: str | None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """The legacy backend as the gateway sees it: one interface, and the two errors every transport maps to.
 
-    Backend              call / read one god-tool action, list the backend's tools, probe it
+    Backend              call / read one god-tool action or one of the backend's other tools, list its tools,
+                         probe it
     BackendUnavailable   the call was never sent (not connected; connect or spawn failed) - safe to retry
     OutcomeLost          the call was sent on a live connection and no answer came (dropped, timed out)
 
@@ -39,8 +40,20 @@ class Backend(Protocol):
         """A call that changes nothing: retried once on a fresh connection if the first was lost."""
         ...
 
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], read_timeout: float | None = None, *, label: str | None = None
+    ) -> Reply:
+        """Send one call of any of the backend's own tools (a pass-through tool), like ``call``."""
+        ...
+
+    async def read_tool(
+        self, tool: str, arguments: dict[str, Any], read_timeout: float | None = None, *, label: str | None = None
+    ) -> Reply:
+        """A call of any tool that changes nothing, like ``read``."""
+        ...
+
     async def list_tools(self) -> list[Tool]:
-        """The backend's own tools."""
+        """The backend's own tools; BackendUnavailable when they cannot be read."""
         ...
 
     async def probe(self) -> bool:

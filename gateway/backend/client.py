@@ -38,6 +38,9 @@ from gateway.tracing import inject_traceparent, span
 log = logging.getLogger(__name__)
 
 
+MAX_TOOL_PAGES = 100
+"""A backend whose tools/list pages go on past this is not read further."""
+
 Opener = Callable[[], AbstractAsyncContextManager[Client]]
 """Opens one client connection to the backend; entered in a task of its own and held until dropped."""
 
@@ -81,44 +84,65 @@ class McpBackend:
 
     async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
-        with span(f"backend {action}"):
-            return await self._call(action, payload, read_timeout)
+        arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
+        return await self.call_tool(self.config.tool, arguments, read_timeout, label=action)
 
-    async def _call(self, action: str, payload: dict[str, Any], read_timeout: float | None) -> Reply:
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], read_timeout: float | None = None, *, label: str | None = None
+    ) -> Reply:
+        """Send one call of any of the backend's tools (``label`` names it in metrics, logs and its span; default
+        the tool)."""
+        label = label or tool
+        with span(f"backend {label}"):
+            return await self._call_tool(tool, arguments, read_timeout, label)
+
+    async def _call_tool(self, tool: str, arguments: dict[str, Any], read_timeout: float | None, label: str) -> Reply:
         started = time.perf_counter()
         try:
             client = await self._connection()
         except BackendUnavailable:
-            self._observe(action, "unavailable", time.perf_counter() - started)
+            self._observe(label, "unavailable", time.perf_counter() - started)
             raise
-        arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
         try:
             result = await client.call_tool(
-                self.config.tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
+                tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
             )
         except Exception as exc:
-            log.warning("backend call %s lost: %s", action, type(exc).__name__)
-            self._observe(action, "lost", time.perf_counter() - started)
+            log.warning("backend call %s lost: %s", label, type(exc).__name__)
+            self._observe(label, "lost", time.perf_counter() - started)
             if self._client is client:
                 self._drop()
-            raise OutcomeLost(action) from exc
-        self._observe(action, "error" if result.is_error else "ok", time.perf_counter() - started)
+            raise OutcomeLost(label) from exc
+        self._observe(label, "error" if result.is_error else "ok", time.perf_counter() - started)
         return _reply(result, self.config.max_result_bytes)
 
     async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """A call that changes nothing: retried once on a fresh connection if the first was lost."""
+        arguments = {self.config.action_argument: action, self.config.payload_argument: payload}
+        return await self.read_tool(self.config.tool, arguments, read_timeout, label=action)
+
+    async def read_tool(
+        self, tool: str, arguments: dict[str, Any], read_timeout: float | None = None, *, label: str | None = None
+    ) -> Reply:
+        """A call of any tool that changes nothing: retried once on a fresh connection if the first was lost."""
         try:
-            return await self.call(action, payload, read_timeout)
+            return await self.call_tool(tool, arguments, read_timeout, label=label)
         except OutcomeLost:
             try:
-                return await self.call(action, payload, read_timeout)
+                return await self.call_tool(tool, arguments, read_timeout, label=label)
             except OutcomeLost as exc:
-                raise BackendUnavailable(action) from exc
+                raise BackendUnavailable(label or tool) from exc
 
     async def list_tools(self) -> list[types.Tool]:
-        """The backend's own tools (for ``check``)."""
+        """The backend's own tools, every page (BackendUnavailable when they cannot be read)."""
         client = await self._connection()
-        return list((await client.list_tools()).tools)
+        try:
+            return await all_tools(client)
+        except Exception as exc:
+            log.warning("backend tools/list lost: %s", type(exc).__name__)
+            if self._client is client:
+                self._drop()
+            raise BackendUnavailable("tools/list") from exc
 
     async def probe(self) -> bool:
         """Whether the backend can be reached now."""
@@ -175,6 +199,19 @@ class McpBackend:
         finally:
             if self._dropped is dropped:
                 self._client = None
+
+
+async def all_tools(client: Client) -> list[types.Tool]:
+    """Every page of a server's ``tools/list`` (at most MAX_TOOL_PAGES)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
 
 
 def opener_for(config: BackendSection) -> Opener:

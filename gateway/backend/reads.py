@@ -61,11 +61,13 @@ class TargetReader:
         self._listings: dict[str, _Slot] = {}
 
     async def get(self, target: Target, target_id: str) -> dict[str, Any]:
-        """The target's current state; tenant_not_found when the backend has none by that id."""
+        """The target's current state; ``{noun}_not_found`` when the backend has none by that id."""
         call = target.get
         reply = await self._read(call, {"target_id": target_id})
         if reply.is_error and target.not_found_text in reply.text:
-            raise ToolError(Code.TENANT_NOT_FOUND, f"No {target.noun} {target_id}. List them to see which exist.")
+            raise ToolError(
+                Code.TARGET_NOT_FOUND, f"No {target.noun} {target_id}. List them to see which exist.", noun=target.noun
+            )
         state = _data(call, reply)
         if not isinstance(state, dict) or target.version_in(state) is MISSING:
             raise _malformed(call.action)
@@ -118,8 +120,8 @@ class TargetReader:
         if name not in self._lookups:
             assert lookup.call is not None
             call = lookup.call
-            table = _data(call, await self._read(call, {}))
-            if not isinstance(table, dict):
+            table = lookup.table_of(_data(call, await self._read(call, {})))
+            if table is None:
                 raise _malformed(call.action)
             self._lookups[name] = table
         return self._lookups[name]
@@ -169,7 +171,7 @@ def _young(listing: Listing, now: float, max_age: float) -> bool:
 
 
 def _copy(err: ToolError) -> ToolError:
-    return ToolError(err.code, err.message, next_tool=err.next_tool, details=err.details)
+    return ToolError(err.code, err.message, noun=err.noun, next_tool=err.next_tool, details=err.details)
 
 
 def _data(call: Call, reply: Reply) -> Any:

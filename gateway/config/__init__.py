@@ -2,18 +2,24 @@
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
 ``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
-gateway, identity, HTTP, backend) and ``mapping`` (which backend call backs which tool); this module joins them
+gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
+call backs which tool) and ``passthrough`` (a backend's own tools, published on purpose); this module joins them
 into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
+
+Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
+table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
+tool is served by its preview's backend.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
@@ -27,9 +33,9 @@ from gateway.config.mapping import (
     SummaryField,
     Target,
     ToolAccess,
-    ToolConfig,
     WriteTool,
 )
+from gateway.config.passthrough import SPEC_DEFAULTS, Hints, PassthroughTool
 from gateway.config.sections import (
     AuditStreamSection,
     AuthSection,
@@ -49,6 +55,7 @@ from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "SPEC_DEFAULTS",
     "ApprovalRule",
     "ApprovalsSection",
     "ApproverToken",
@@ -59,6 +66,7 @@ __all__ = [
     "ConfigError",
     "GatewayConfig",
     "GatewaySection",
+    "Hints",
     "HttpSection",
     "InputField",
     "IntrospectionVerifier",
@@ -68,6 +76,7 @@ __all__ = [
     "Lookup",
     "OidcLogin",
     "OutputField",
+    "PassthroughTool",
     "PreviewTool",
     "RateLimit",
     "RateLimits",
@@ -82,6 +91,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "to_toml",
+    "toml_value",
 ]
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "gateway.toml"
@@ -93,6 +103,11 @@ class ConfigError(Exception):
 
 
 DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write": ["tenants:reset"]}
+DEFAULT_BACKEND = "default"
+"""The name of the backend a single ``[backend]`` table configures."""
+BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
 
 
 class GatewayConfig(Model):
@@ -104,7 +119,8 @@ class GatewayConfig(Model):
     http: HttpSection = HttpSection()
     rate_limits: RateLimits = RateLimits()
     approvals: ApprovalsSection = ApprovalsSection()
-    backend: BackendSection
+    backend: BackendSection | None = None
+    backends: dict[str, BackendSection] = {}
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]
 
@@ -138,6 +154,48 @@ class GatewayConfig(Model):
                 self._check_url_mode(name, tool)
         return self
 
+    @model_validator(mode="after")
+    def _backends_resolve(self) -> GatewayConfig:
+        if self.backend is None and not self.backends:
+            raise ValueError("backend: required key is missing (a [backend] table, or [backends.NAME] tables)")
+        if self.backend is not None and DEFAULT_BACKEND in self.backends:
+            raise ValueError(f"backends.{DEFAULT_BACKEND}: that name belongs to the [backend] table; rename it")
+        for name in self.backends:
+            if not BACKEND_NAME.match(name):
+                raise ValueError(f"backends.{name}: a backend name is 1-32 letters, digits, '_' or '-'")
+        names = self.backend_sections()
+        several = f"required when several backends are configured ({', '.join(names)})"
+        for kind, entries in (("tools", self.tools), ("lookups", self.lookups)):
+            for name, entry in entries.items():
+                if entry.backend is not None and entry.backend not in names:
+                    raise ValueError(f"{kind}.{name}.backend: no backend named {entry.backend!r}")
+                if entry.backend is None and len(names) > 1 and not isinstance(entry, WriteTool):
+                    raise ValueError(f"{kind}.{name}.backend: {several}")
+        for name, tool in self.tools.items():
+            if (
+                isinstance(tool, WriteTool)
+                and tool.backend is not None
+                and tool.backend != self.backend_of(tool.preview)
+            ):
+                raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
+        return self
+
+    def backend_sections(self) -> dict[str, BackendSection]:
+        """Every backend by name: ``[backend]`` as ``default``, then each ``[backends.NAME]``."""
+        single = {DEFAULT_BACKEND: self.backend} if self.backend is not None else {}
+        return {**single, **self.backends}
+
+    def backend_of(self, tool: str) -> str:
+        """The name of the backend that serves a tool (a write tool: its preview's)."""
+        config = self.tools[tool]
+        if isinstance(config, WriteTool) and config.backend is None:
+            return self.backend_of(config.preview)
+        return config.backend or next(iter(self.backend_sections()))
+
+    def lookup_backend(self, lookup: str) -> str:
+        """The name of the backend a lookup is read from."""
+        return self.lookups[lookup].backend or next(iter(self.backend_sections()))
+
     def _check_url_mode(self, name: str, tool: WriteTool) -> None:
         for number, rule in enumerate(tool.approval):
             if rule.notify is not None and rule.notify not in self.approvals.webhooks:
@@ -166,8 +224,13 @@ class GatewayConfig(Model):
         return self.auth.authorization_servers[0] if self.auth.authorization_servers else None
 
     def write_tools(self) -> list[str]:
-        """The names of the destructive tools."""
-        return [name for name, tool in self.tools.items() if isinstance(tool, WriteTool)]
+        """The tools that ask the user before they write: planned writes, and pass-through tools that are not
+        read-only."""
+        return [
+            name
+            for name, tool in self.tools.items()
+            if isinstance(tool, WriteTool) or (isinstance(tool, PassthroughTool) and tool.writes)
+        ]
 
     def write_tool_for(self, preview: str) -> str:
         """The write tool whose plans the named preview issues."""
@@ -179,7 +242,11 @@ class GatewayConfig(Model):
     def scopes_of(self, name: str) -> list[str]:
         """The scopes a caller needs for a tool (its own, or the default for its kind)."""
         tool = self.tools[name]
-        return tool.scopes if tool.scopes is not None else DEFAULT_SCOPES[tool.kind]
+        if tool.scopes is not None:
+            return tool.scopes
+        if isinstance(tool, PassthroughTool):
+            return DEFAULT_SCOPES["write" if tool.writes else "read"]
+        return DEFAULT_SCOPES[tool.kind]
 
     def preview_of(self, write: WriteTool) -> PreviewTool:
         """The preview tool that issues a write tool's plans."""
@@ -206,8 +273,12 @@ def load_config(path: str | Path | None = None) -> GatewayConfig:
 def parse_config(
     data: dict[str, Any], source: str = "config", base: Path | None = None, *, builtin: bool = False
 ) -> GatewayConfig:
-    """Validate already-parsed TOML data; relative paths are taken from ``base`` (default: the working
-    directory). ``builtin``: the state directory defaults to ``base`` itself instead of ``base/var``."""
+    """Validate already-parsed TOML data (a draft from ``inspect`` with a TODO left is refused); relative paths
+    are taken from ``base`` (default: the working directory). ``builtin``: the state directory defaults to
+    ``base`` itself instead of ``base/var``."""
+    undecided = [f"{key}: still a TODO of the draft ({text[:80]})" for key, text in _todos(data)]
+    if undecided:
+        raise ConfigError(f"invalid configuration in {source}:\n  " + "\n  ".join(undecided))
     try:
         config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
@@ -225,13 +296,19 @@ def parse_config(
 
 
 def resolved(config: GatewayConfig, base: Path, *, builtin: bool = False) -> GatewayConfig:
-    """The config with every path absolute and the backend's placeholders filled (see gateway.config.paths)."""
+    """The config with every path absolute and each backend's placeholders filled (see gateway.config.paths)."""
     gateway = paths.resolve_gateway(config.gateway, base, base if builtin else base / "var")
     assert gateway.state_dir is not None
     return config.model_copy(
         update={
             "gateway": gateway,
-            "backend": paths.resolve_backend(config.backend, base, gateway.state_dir),
+            "backend": (
+                paths.resolve_backend(config.backend, base, gateway.state_dir) if config.backend is not None else None
+            ),
+            "backends": {
+                name: paths.resolve_backend(section, base, gateway.state_dir)
+                for name, section in config.backends.items()
+            },
             "auth": paths.resolve_auth(config.auth, base),
             "audit_stream": paths.resolve_audit_stream(config.audit_stream, base),
         }
@@ -240,29 +317,38 @@ def resolved(config: GatewayConfig, base: Path, *, builtin: bool = False) -> Gat
 
 def to_toml(data: dict[str, Any]) -> str:
     """Config data (as ``model_dump(by_alias=True)`` gives it) back to TOML, for tools and tests that write
-    configs: one table per section (tools and lookups one per entry), values inline. TOML has no null, so a
+    configs: one table per section (tools, lookups and backends one per entry), values inline. TOML has no null, so a
     None is left out and that key takes its default."""
-
-    def value(item: Any) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, int | float):
-            return repr(item)
-        if isinstance(item, str):
-            return json.dumps(item)
-        if isinstance(item, list):
-            return "[" + ", ".join(value(element) for element in item) + "]"
-        pairs = [f"{json.dumps(key)} = {value(element)}" for key, element in item.items() if element is not None]
-        return "{" + ", ".join(pairs) + "}"
-
     lines: list[str] = []
     for name, section in data.items():
-        entries = section.items() if name in {"tools", "lookups"} else [(None, section)]
+        entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
         for entry, body in entries:
             lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
-            lines.extend(f"{json.dumps(key)} = {value(item)}" for key, item in body.items() if item is not None)
+            lines.extend(f"{json.dumps(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
     return "\n".join(lines) + "\n"
 
 
+def toml_value(item: Any) -> str:
+    """One value as inline TOML (a None inside a table is left out)."""
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, int | float):
+        return repr(item)
+    if isinstance(item, str):
+        return json.dumps(item)
+    if isinstance(item, list):
+        return "[" + ", ".join(toml_value(element) for element in item) + "]"
+    pairs = [f"{json.dumps(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
+    return "{" + ", ".join(pairs) + "}"
+
+
+def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
+    """Every value that is still a ``TODO: ...`` string, with its key."""
+    if isinstance(data, str):
+        return [(path, data)] if data.startswith("TODO") else []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
+    return [found for key, value in items for found in _todos(value, f"{path}.{key}" if path else str(key))]
+
+
 def _is_union_tag(part: object) -> bool:
-    return part in {"read", "preview", "write"}
+    return part in {"read", "preview", "write", "passthrough"}

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.config.approvals import ApprovalRule
 from gateway.config.sections import Model, RateLimit
+from gateway.errors import Code
 from gateway.records import Reply
 from gateway.templates import MISSING, at_path, names_in, render
 
@@ -41,16 +42,39 @@ class Call(Model):
 
 
 class Lookup(Model):
-    """A table of values: inline, or read once from a backend action (a JSON object at ``path``)."""
+    """A table of values: inline, or read once from a backend action. The action's data at ``call.path`` is a
+    JSON object (name -> value), or, with ``key`` and ``value`` paths, a list of objects
+    (``[{"id": "blank", "rows": 0}, ...]`` with ``key = "id"``, ``value = "rows"``)."""
 
     call: Call | None = None
     values: dict[str, Any] | None = None
+    key: str | None = None
+    value: str | None = None
+    backend: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Lookup:
         if (self.call is None) == (self.values is None):
             raise ValueError("a lookup needs exactly one of 'call' or 'values'")
+        if (self.key is None) != (self.value is None):
+            raise ValueError("a lookup read from a list needs both 'key' and 'value' (paths into each item)")
+        if self.key is not None and self.call is None:
+            raise ValueError("'key' and 'value' read a list from 'call'; inline 'values' are a table already")
         return self
+
+    def table_of(self, data: Any) -> dict[str, Any] | None:
+        """The table in an action's data, or None when the data does not have the configured shape."""
+        if self.key is None or self.value is None:
+            return data if isinstance(data, dict) else None
+        if not isinstance(data, list):
+            return None
+        table: dict[str, Any] = {}
+        for item in data:
+            key, value = at_path(item, self.key), at_path(item, self.value)
+            if not isinstance(key, str | int) or isinstance(key, bool) or value is MISSING or str(key) in table:
+                return None
+            table[str(key)] = value
+        return table
 
 
 class OutputField(Model):
@@ -61,8 +85,9 @@ class OutputField(Model):
 
 
 class ToolAccess(Model):
-    """Who may see and call a tool, and how often: scopes, visibility, and a per-caller rate limit."""
+    """Which backend serves a tool, who may see and call it, and how often: scopes, visibility, a rate limit."""
 
+    backend: str | None = None
     scopes: list[str] | None = None
     hidden_when_unauthorized: bool = True
     rate_limit: RateLimit | None = None
@@ -90,10 +115,11 @@ class ReadTool(ToolAccess):
 class Target(Model):
     """The object a preview plans a change to: how to read it, its id and version, what protects it."""
 
-    noun: str = "target"
+    noun: str = Field("target", pattern="^[a-z][a-z0-9_]{0,31}$")
     get: Call
     version_field: str = "version"
     version_schema: dict[str, Any] = {"type": "integer"}
+    version_output: str = Field("version", pattern="^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     not_found_text: str = "not found"
     protected_field: str | None = None
     protected_ids: list[str] = []
@@ -103,6 +129,15 @@ class Target(Model):
         if names_in(self.get.payload) - {"target_id"}:
             raise ValueError("get.payload may only use {target_id}")
         return self
+
+    @field_validator("noun")
+    @classmethod
+    def _noun_spells_its_own_codes(cls, noun: str) -> str:
+        taken = {code.value for code in Code if not code.per_noun}
+        clash = [code.spelled(noun) for code in Code if code.per_noun and code.spelled(noun) in taken]
+        if clash:
+            raise ValueError(f"noun {noun!r} would spell {clash[0]!r}, which is another error code")
+        return noun
 
     def version_in(self, state: Any) -> Any:
         """The target's version in its state as the backend reports it (MISSING when it has none)."""
@@ -163,6 +198,9 @@ class PreviewTool(ToolAccess):
         overlap = set(self.inputs) & set(self.summary)
         if overlap:
             raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
+        version = self.target.version_output
+        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed", "approval"}:
+            raise ValueError(f"target.version_output {version!r} is already a field of the output")
         unknown = names_in(self.message) - self.template_names()
         if unknown:
             raise ValueError(
@@ -210,6 +248,3 @@ class WriteTool(ToolAccess):
     def modes(self) -> set[str]:
         """Every confirmation mode a plan of this tool can get (``boolean`` for a form)."""
         return {self.confirm, *("boolean" if rule.mode == "form" else rule.mode for rule in self.approval)}
-
-
-ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]

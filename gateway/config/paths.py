@@ -9,14 +9,14 @@ for state, so its paths resolve against the platform's state directory (XDG on L
     gateway.store            ``sqlite:PATH`` with a relative PATH; ``{state_dir}`` is replaced
     auth.jwt.public_key_file a relative file
     audit_stream.file        a relative file
-    backend.cwd              where a stdio backend starts; unset: the config's folder
+    backend.cwd              where a stdio backend starts; unset: the config's folder (each backends.NAME.cwd too)
 
 A backend's arguments are its own: which of them are paths is not knowable in general (``--db x`` is a path,
 ``--name x`` is not), so the gateway never guesses. Two explicit rules instead. The stdio child starts in
 ``backend.cwd``, so its relative arguments mean what the config's own relative paths mean (the demo's
 ``--db var/legacy.db`` lands beside the config). And ``{state_dir}`` and ``{python}`` (the gateway's own
 interpreter, so a Python backend runs without a venv on PATH) are replaced in ``backend.command``,
-``backend.args`` and ``backend.env``; other braces are left as they are.
+``backend.args`` and ``backend.env`` (and each ``[backends.NAME]``'s); other braces are left as they are.
 """
 
 from __future__ import annotations

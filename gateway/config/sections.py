@@ -186,6 +186,9 @@ class HttpSection(Model):
 
 
 class BackendSection(Model):
+    """One legacy server: how to reach it, and its god-tool's name and argument names (``[backend]``, or one
+    ``[backends.NAME]`` of several)."""
+
     transport: Literal["stdio", "http"] = "stdio"
     command: str | None = None
     args: list[str] = []

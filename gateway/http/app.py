@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from urllib.parse import urlparse
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -70,10 +71,17 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> JSONResponse:
-        backend = await gw.backend.probe()
+        backends = await _backends_answer(gw)
         store = await _store_answers(gw)
-        body = {"backend": "up" if backend else "down", "store": "up" if store else "down"}
-        return JSONResponse(body, status_code=200 if backend and store else 503)
+        up = [name for name, answers in backends.items() if answers]
+        overall = "up" if len(up) == len(backends) else "degraded" if up else "down"
+        body = {
+            "backend": overall,
+            "backends": {name: "up" if answers else "down" for name, answers in backends.items()},
+            "store": "up" if store else "down",
+        }
+        # Ready while any backend answers: a backend that is down fails only its own tools.
+        return JSONResponse(body, status_code=200 if up and store else 503)
 
     async def metrics(request: Request) -> Response:
         if config.approvals.configured:
@@ -99,6 +107,18 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         refuse_relayed=verifier is None and not insecure_without_auth,
     )
     return Starlette(routes=routes, middleware=[edge], lifespan=lifespan)
+
+
+async def _backends_answer(gw: Gateway) -> dict[str, bool]:
+    answers: dict[str, bool] = {}
+
+    async def probe(name: str) -> None:
+        answers[name] = await gw.backends[name].probe()
+
+    async with anyio.create_task_group() as group:
+        for name in gw.backends:
+            group.start_soon(probe, name)
+    return {name: answers[name] for name in gw.backends}
 
 
 async def _count_pending_approvals(gw: Gateway) -> None:

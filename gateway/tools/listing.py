@@ -21,7 +21,7 @@ async def list_page(gw: Gateway, name: str, config: ReadTool, args: dict[str, An
     # JSON Schema's "integer" admits 1.0 (an integral number): the schema check has passed, so int() is exact.
     limit = int(args.get("limit", config.default_limit))
     after = gw.cursors.decode(name, args["cursor"]) if "cursor" in args else None
-    listing = await gw.reader.listing(
+    listing = await gw.reader_for(name).listing(
         name, config.call, config.sort_key, fresh=after is None, now=gw.clock(), max_age=config.listing_seconds
     )
     start = 0 if after is None else bisect_right(listing.keys, order(after))

@@ -7,11 +7,12 @@ numbers the confirmation will state, and expires. Nothing changes in the backend
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
 from gateway.backend.reads import TargetReader
-from gateway.config import GatewayConfig, PreviewTool, WriteTool
+from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, ToolError
 from gateway.identity import caller_facts
 from gateway.records import Plan
@@ -23,7 +24,7 @@ from gateway.text import rfc3339
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
     """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
     target_id = args[config.target_input]
-    state, summary = await effect(gw.reader, gw.config, config, args)
+    state, summary = await effect(gw.reader_for(name), gw.lookup, config, args)
     write_name = gw.config.write_tool_for(name)
     choice = await _confirmation(gw, write_name, target_id, state, summary, args)
     now = gw.clock()
@@ -51,21 +52,28 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
 
 
 async def effect(
-    reader: TargetReader, gateway: GatewayConfig, config: PreviewTool, args: dict[str, Any]
+    reader: TargetReader,
+    lookup: Callable[[str], Awaitable[dict[str, Any]]],
+    config: PreviewTool,
+    args: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The target as it reads now and the numbers the plan will state; refuses a protected target."""
     target = config.target
     target_id = args[config.target_input]
     state = await reader.get(target, target_id)
     if target.is_protected(target_id, state):
-        raise ToolError(Code.TENANT_PROTECTED, f"{target_id} is protected; the gateway will not plan a change to it.")
+        raise ToolError(
+            Code.TARGET_PROTECTED,
+            f"{target_id} is protected; the gateway will not plan a change to it.",
+            noun=target.noun,
+        )
     summary = {}
     for field_name, field in config.summary.items():
         if field.target is not None:
             value = at_path(state, field.target)
         else:
             assert field.lookup is not None and field.key is not None
-            table = await reader.lookup(field.lookup, gateway.lookups[field.lookup])
+            table = await lookup(field.lookup)
             value = table.get(str(args.get(field.key)), MISSING)
         if value is MISSING:
             raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field_name}. Nothing was changed.")

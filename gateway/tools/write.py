@@ -4,6 +4,10 @@
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
     _write      8 lock, claim, re-check -> 9 backend call -> settle the key with its audit entry
 
+``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
+key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
+(gateway.tools.passthrough) brings its own ``decide`` and an ``AuditedCall`` of its own.
+
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
 """
@@ -14,7 +18,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -62,17 +66,15 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class WriteCall:
-    """One call of a write tool: who, which tool, and the audit entry its decision will leave."""
+class AuditedCall:
+    """One call of a tool that writes: who, which tool, and the audit entry its decision will leave."""
 
     gw: Gateway
     name: str
-    config: WriteTool
-    preview: PreviewTool
     caller: str
     progress: Reporter = silent
     entry: AuditEntry = field(init=False)
-    audited: bool = False
+    audited: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
@@ -81,10 +83,10 @@ class WriteCall:
         """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
         self.entry = replace(self.entry, **facts)
 
-    async def audit(self, outcome: str, code: Code | None) -> None:
+    async def audit(self, outcome: str, code: str | None) -> None:
         """One audit entry per decision, stored on its own (a write's outcome is stored with its key instead);
         a refusal that never reached a plan is counted, and stored only as the first of its minute
-        (gateway.audit.floods)."""
+        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``)."""
         if self.audited:
             return
         entry = self.decision(outcome, code)
@@ -97,23 +99,35 @@ class WriteCall:
                 return
         await trail.append(store, entry)
 
-    def decision(self, outcome: str, code: Code | None) -> AuditEntry:
+    def decision(self, outcome: str, code: str | None) -> AuditEntry:
         """The entry of this call's one decision; the user's answer, if there was a prompt, is counted too."""
         self.audited = True
         if self.entry.confirmation is not None:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        code_text = None if code is None else code.value
-        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text)
+        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code)
+
+
+@dataclass
+class WriteCall(AuditedCall):
+    """One call of a planned write tool, with the preview that issued its plan."""
+
+    config: WriteTool = field(kw_only=True)
+    preview: PreviewTool = field(kw_only=True)
 
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
-        return await self.gw.reader.find(self.preview.target, target_id)
+        return await self.gw.reader_for(self.name).find(self.preview.target, target_id)
 
     async def require_unchanged(self, plan: Plan) -> None:
         """Read the target and refuse if it moved on or became protected."""
         target = self.preview.target
-        state = await self.gw.reader.get(target, plan.target)
-        require_unchanged(plan, target.version_in(state), target.is_protected(plan.target, state), self.config.preview)
+        state = await self.gw.reader_for(self.name).get(target, plan.target)
+        protected = target.is_protected(plan.target, state)
+        require_unchanged(plan, target.version_in(state), protected, self.config.preview, target.noun)
+
+
+Answer = dict[str, Any] | types.InputRequiredResult
+C = TypeVar("C", bound=AuditedCall)
 
 
 async def run_write(
@@ -121,16 +135,30 @@ async def run_write(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
     admit: Callable[[], Awaitable[dict[str, Any]]],
-) -> dict[str, Any] | types.InputRequiredResult:
+) -> Answer:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
+    return await run_decision(call, ctx, params, admit, _decide)
+
+
+async def run_decision(
+    call: C,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    admit: Callable[[], Awaitable[dict[str, Any]]],
+    decide: Callable[
+        [C, ServerRequestContext[Any, Any], types.CallToolRequestParams, dict[str, Any]], Awaitable[Answer]
+    ],
+) -> Answer:
+    """Admit the call, let ``decide`` run it, and leave exactly one audit entry for its decision (none for an
+    InputRequiredResult round). A refusal is audited with the code the caller sees."""
     call.note(**audited_arguments(params.arguments or {}))
     try:
         try:
-            outcome = await _decide(call, ctx, params, await admit())
-        except StoreUnavailable:  # raised only before the backend call: settle's is handled in _record
+            outcome = await decide(call, ctx, params, await admit())
+        except StoreUnavailable:  # raised only before the backend call: settle's is handled in record_outcome
             raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
-        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.code)
+        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
         raise
     if isinstance(outcome, types.InputRequiredResult):
         return outcome
@@ -234,24 +262,19 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             except ToolError:
                 await gw.store.release(record)
                 raise
-            reply: Reply | None
-            try:
-                payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-                await call.progress(CALLING)
-                reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
-            except BackendUnavailable:
-                await gw.store.release(record)
-                raise ToolError(
-                    Code.BACKEND_UNAVAILABLE,
-                    "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-                ) from None
-            except OutcomeLost:
-                reply = LOST
+            payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+            backend = gw.backend_for(call.name)
+            await call.progress(CALLING)
+            reply = await send_claimed(
+                gw, record, lambda: backend.call(write.call.action, payload, write.call.timeout_seconds)
+            )
             crash_point("after-backend-write")
             current = await call.current(plan.target) if needs_reread(reply, write) else None
             reread_version = call.preview.target.version_in(current) if current is not None else MISSING
             settlement = settle(plan, reply, current, reread_version, write, write.preview)
-            await _record(call, record, settlement)
+            if settlement.error() is None:
+                call.note(version_after=settlement.result["version"])
+            await record_outcome(call, record, settlement)
             if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
                 await _count(call)
             await call.progress(DONE)
@@ -261,16 +284,29 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
     return {**settlement.result, "replayed": False}
 
 
-async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) -> None:
+async def send_claimed(gw: Gateway, record: KeyRecord, send: Callable[[], Awaitable[Reply]]) -> Reply | None:
+    """Step 9's one backend call, once the key is claimed: its reply, or LOST when it was sent and no answer came.
+    A call that was never sent releases the claim and refuses with backend_unavailable (safe to retry)."""
+    try:
+        return await send()
+    except BackendUnavailable:
+        await gw.store.release(record)
+        raise ToolError(
+            Code.BACKEND_UNAVAILABLE,
+            "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
+        ) from None
+    except OutcomeLost:
+        return LOST
+
+
+async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:
     """Settle the key together with the outcome's audit entry: one transaction where the store has one (a crash
     keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
     with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
     no write that reached the backend goes unaudited."""
     error = settlement.error()
-    if error is None:
-        call.note(version_after=settlement.result["version"])
     outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-    entry = call.decision(outcome, None if error is None else error.code)
+    entry = call.decision(outcome, None if error is None else error.wire_code)
     crash_point("before-settle")
     try:
         next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it

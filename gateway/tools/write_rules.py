@@ -12,7 +12,7 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
                                                   outcome_unknown; or replay       after_key_lookup
     4     the plan: exists, live, caller, tool    plan_not_found, plan_expired     live_plan
     5     the client can be asked (form)          confirmation_unavailable         require_form
-    6     the target has not moved on             tenant_not_found, tenant_protected, plan_stale
+    6     the target has not moved on             {noun}_not_found, {noun}_protected, plan_stale
                                                                                    require_unchanged
     7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes
           approvers did on the page (url)                                          tools/approval.py
@@ -109,10 +109,12 @@ def require_form(capabilities: ClientCapabilities | None) -> None:
         )
 
 
-def require_unchanged(plan: Plan, version: Any, protected: bool, preview: str) -> None:
+def require_unchanged(plan: Plan, version: Any, protected: bool, preview: str, noun: str) -> None:
     """Steps 6 and 8: the target is still what the plan was made from."""
     if protected:
-        raise ToolError(Code.TENANT_PROTECTED, f"{plan.target} is protected; the gateway will not change it.")
+        raise ToolError(
+            Code.TARGET_PROTECTED, f"{plan.target} is protected; the gateway will not change it.", noun=noun
+        )
     if version != plan.version:
         raise ToolError(
             Code.PLAN_STALE,

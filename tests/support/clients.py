@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -49,12 +49,11 @@ class Clock:
 async def running_gateway(
     config: GatewayConfig, clock: Clock | None = None, *, backend_in_process: bool = False, opener: Opener | None = None
 ) -> AsyncIterator[Gateway]:
-    """A gateway over the config's backend, connected before it is yielded (so tests can read its database).
+    """A gateway over the config's backends, connected before it is yielded (so tests can read their databases).
 
-    ``backend_in_process`` runs the config's backend server in this process (the unit tier)."""
-    if backend_in_process:
-        opener = in_process(config)
-    async with open_gateway(config, clock=clock or Clock(), opener=opener) as gw:
+    ``backend_in_process`` runs the config's backend servers in this process (the unit tier)."""
+    openers = in_process(config) if backend_in_process else None
+    async with open_gateway(config, clock=clock or Clock(), opener=opener, openers=openers) as gw:
         with anyio.fail_after(60):
             await gw.catalog()
         yield gw
@@ -78,6 +77,16 @@ class Answers:
     def messages(self) -> list[str]:
         """The text of every prompt so far."""
         return [prompt.message for prompt in self.prompts]
+
+
+NOT_A_YES = [
+    (Answers("decline"), "not_confirmed"),
+    (Answers("cancel"), "not_confirmed"),
+    (Answers("accept", {"confirm": False}), "not_confirmed"),
+    (None, "confirmation_unavailable"),
+]
+"""Every answer but a yes (and a client that cannot be asked), with the code each gets."""
+NOT_A_YES_IDS = ["decline", "cancel", "accept-without-yes", "no-capability"]
 
 
 async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -111,6 +120,16 @@ def error_body(result: types.CallToolResult) -> dict[str, Any]:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return dict(json.loads(block.text))
+
+
+async def until_reachable(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
+    """Retry what backend_unavailable says is safe to retry, as a client would, while the gateway backs off."""
+    with anyio.fail_after(90):
+        while True:
+            result = await call()
+            if not result.is_error or error_code(result) != "backend_unavailable":
+                return result
+            await anyio.sleep(0.2)
 
 
 def new_key() -> str:

@@ -7,8 +7,48 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import GatewayConfig, load_config, parse_config, to_toml
-from tests.support.processes import backend_args
-from tests.support.profiles import Profile
+from tests.support.processes import ROOT, backend_args
+from tests.support.profiles import FLAGS, TENANTS, Profile
+
+BACKEND_NAMES = {TENANTS.name: "tenants", FLAGS.name: "flags"}
+"""What the two-backend gateway calls each profile's backend."""
+HINTS_READ = {"read_only": True, "destructive": False, "idempotent": True, "open_world": False}
+PASSTHROUGH: dict[str, dict[str, Any]] = {
+    "flag_history": {
+        "kind": "passthrough",
+        "backend": "flags",
+        "scopes": ["flags:read"],
+        "title": "Flag history",
+        "description": "How often a flag was written, and its last change. Changes nothing.",
+        "annotations": HINTS_READ,
+    },
+    "describe_flag": {
+        "kind": "passthrough",
+        "backend": "flags",
+        "source": "set_flag_description",
+        "scopes": ["flags:write"],
+        "title": "Describe a flag",
+        "description": "Set a flag's description. Asks the user to confirm; a retry with the same idempotencyKey "
+        "returns the first result and never writes twice.",
+        "annotations": {**HINTS_READ, "read_only": False},
+        "target_argument": "key",
+        "message": "Set the description of flag {key} to {description}?",
+        "output_schema": {
+            "type": "object",
+            "properties": {
+                "flag": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string"}, "description": {"type": "string"}},
+                    "required": ["key", "description"],
+                }
+            },
+            "required": ["flag"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The flags backend's own tools, passed through on purpose: one read, one confirmed write. Its other tools
+(``delete_flag``, ``set_flag_description`` under its own name, the god-tool) stay hidden."""
 
 UNLIMITED = {"per_second": 1e9, "burst": 1_000_000_000}
 
@@ -30,12 +70,46 @@ def config_data(
     data["rate_limits"] = {"per_caller": UNLIMITED}
     command, *args = backend_args(profile, db, *extra_backend_args)
     stdio = {"transport": "stdio", "command": command, "args": args, "cwd": str(state_dir), "call_timeout_seconds": 20}
+    if not profile.backend_module.startswith("legacy_backend"):  # a test server: not installed, found in the checkout
+        stdio["env"] = {"PYTHONPATH": str(ROOT)}
     merged = {**data["backend"], **stdio, **(backend or {})}
     if merged["transport"] == "http":
         merged = {key: value for key, value in merged.items() if key not in ("command", "args", "cwd")}
     data["backend"] = merged
     if tools is not None:
         tools(data["tools"])
+    return data
+
+
+def together_data(
+    profile: Profile,
+    db: Path,
+    *extra_backend_args: str,
+    state_dir: Path,
+    store: str = "memory",
+    backends: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Both profiles' config files joined into one gateway over two backends (``tenants`` and ``flags``), every
+    tool and lookup naming its backend, plus the PASSTHROUGH tools. ``profile``'s backend uses ``db`` (and the
+    extra arguments); the other's database is beside it. ``backends`` overrides a backend's table by name."""
+    data: dict[str, Any] = {"backends": {}, "lookups": {}, "tools": {}}
+    for each in (TENANTS, FLAGS):
+        own = each is profile
+        path = db if own else db.with_name(f"{each.name}.db")
+        extra = extra_backend_args if own else each.seed_demo
+        single = config_data(each, path, *extra, store=store, state_dir=state_dir)
+        name = BACKEND_NAMES[each.name]
+        data["backends"][name] = {**single["backend"], **(backends or {}).get(name, {})}
+        if data["backends"][name]["transport"] == "http":
+            data["backends"][name] = {
+                k: v for k, v in data["backends"][name].items() if k not in ("command", "args", "cwd")
+            }
+        data["lookups"].update({lookup: {**body, "backend": name} for lookup, body in single["lookups"].items()})
+        for tool, body in single["tools"].items():
+            data["tools"][tool] = body if body["kind"] == "write" else {**body, "backend": name}
+        data.update({key: single[key] for key in ("gateway", "rate_limits")})
+    data["gateway"] = {**data["gateway"], "name": "two-backend-gateway"}
+    data["tools"].update(PASSTHROUGH)
     return data
 
 

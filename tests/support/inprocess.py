@@ -16,16 +16,25 @@ from typing import Any
 from mcp import Client
 
 from gateway.backend.client import Opener
-from gateway.config import GatewayConfig
+from gateway.config import BackendSection, GatewayConfig
 
-SERVERS = {"legacy_backend": "legacy_backend.cli", "legacy_backend.flags": "legacy_backend.flags"}
+SERVERS = {
+    "legacy_backend": "legacy_backend.cli",
+    "legacy_backend.flags": "legacy_backend.flags",
+    "tests.db_backend": "tests.db_backend.__main__",
+}
 """Where each backend module's ``server_for(argv)`` lives."""
 
 
-def in_process(config: GatewayConfig) -> Opener:
-    """An opener that serves the config's stdio backend (``python -m MODULE --stdio ...``) in this process."""
-    args = list(config.backend.args)
-    if config.backend.transport != "stdio" or args[:1] != ["-m"] or args[1] not in SERVERS:
+def in_process(config: GatewayConfig) -> dict[str, Opener]:
+    """Openers that serve each of the config's stdio backends (``python -m MODULE --stdio ...``) in this process."""
+    return {name: opener_for(section) for name, section in config.backend_sections().items()}
+
+
+def opener_for(section: BackendSection) -> Opener:
+    """An opener that serves one stdio backend section's server in this process."""
+    args = list(section.args)
+    if section.transport != "stdio" or args[:1] != ["-m"] or args[1] not in SERVERS:
         raise ValueError(f"not a backend this test process can run: {args}")
     server: Any = importlib.import_module(SERVERS[args[1]]).server_for(args[2:])
 

@@ -55,6 +55,7 @@ class Profile:
     set_protected: Callable[[Path, str, bool], None]
     applied: Callable[[Path, str, str], bool]
     message: Callable[[dict[str, Any]], str]
+    noun: str
     write_log: str = "write_log"
 
     def __str__(self) -> str:
@@ -102,6 +103,7 @@ TENANTS = Profile(
         f"Delete {plan['rowsDeleted']} rows in {plan['tenantId']} and load fixture "
         f'"{plan["fixture"]}" ({plan["rowsInserted"]} rows)?'
     ),
+    noun="tenant",
 )
 
 FLAGS = Profile(
@@ -135,6 +137,43 @@ FLAGS = Profile(
         f"Change the rollout of {plan['flagKey']} from {plan['currentRollout']}% to "
         f"{plan['newRollout']}% ({plan['preset']})?"
     ),
+    noun="flag",
 )
 
 PROFILES = [TENANTS, FLAGS]
+
+TEMPLATE_ROWS = {"blank": 0, "sample": 40}
+DATABASES = Profile(
+    name="manage_db",
+    config=ROOT / "tests" / "db_backend" / "gateway.toml",
+    backend_module="tests.db_backend",
+    seed_demo=("--seed-demo",),
+    seed_many=lambda n: ("--seed-demo",),
+    list_tool="list_databases",
+    preview_tool="preview_database_restore",
+    write_tool="restore_database",
+    items_key="databases",
+    id_field="name",
+    target_arg="database",
+    choice_arg="template",
+    choices=("blank", "sample"),
+    main="orders",
+    other="analytics",
+    spare="scratch",
+    protected="ledger",
+    absent="nowhere",
+    snapshot=lambda db, d: (
+        _query(db, "SELECT generation FROM databases WHERE name = ?", d),
+        _query(db, "SELECT rows FROM databases WHERE name = ?", d),
+    ),
+    version=lambda db, d: int(_query(db, "SELECT generation FROM databases WHERE name = ?", d)),
+    bump=lambda db, d: _execute(db, "UPDATE databases SET generation = generation + 1 WHERE name = ?", d),
+    set_protected=lambda db, d, on: _execute(db, "UPDATE databases SET frozen = ? WHERE name = ?", int(on), d),
+    applied=lambda db, d, choice: _query(db, "SELECT rows FROM databases WHERE name = ?", d) == TEMPLATE_ROWS[choice],
+    message=lambda plan: (
+        f"Replace the {plan['rowsDeleted']} rows of database {plan['database']} with template {plan['template']} "
+        f"({plan['rowsInserted']} rows)?"
+    ),
+    noun="database",
+)
+"""A third shape (a low-level SDK server), outside PROFILES: its own tests cover what it adds."""

@@ -14,17 +14,20 @@ import pytest
 
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
-from tests.support.configs import config_data, write_toml
-from tests.support.profiles import TENANTS, Profile
+from tests.support.configs import config_data, together_data, write_toml
+from tests.support.profiles import DATABASES, FLAGS, TENANTS, Profile
 
 
-def run_check(profile: Profile, tmp: Path, change: Callable[[dict[str, Any]], None] | None = None) -> tuple[int, str]:
+def run_check(
+    profile: Profile, tmp: Path, change: Callable[[dict[str, Any]], None] | None = None, *flags: str
+) -> tuple[int, str]:
+    tmp.mkdir(parents=True, exist_ok=True)
     data = config_data(profile, tmp / "backend.db", *profile.seed_demo, state_dir=tmp / "state")
     if change is not None:
         change(data)
     config = write_toml(data, tmp / "gateway.toml")
     done = subprocess.run(
-        [sys.executable, "-m", "gateway", "check", "--config", str(config)],
+        [sys.executable, "-m", "gateway", "check", "--config", str(config), *flags],
         capture_output=True,
         text=True,
         timeout=120,
@@ -78,6 +81,41 @@ def test_a_wrong_version_field_is_named(profile: Profile, tmp_path: Path) -> Non
     code, output = run_check(profile, tmp_path, rename)
     assert code == 1
     assert f"tools.{profile.preview_tool}.target" in output
+
+
+def misname_the_write(profile: Profile) -> Callable[[dict[str, Any]], None]:
+    def misname(data: dict[str, Any]) -> None:
+        data["tools"][profile.write_tool]["call"]["action"] += "x"
+
+    return misname
+
+
+def test_a_write_action_the_god_tools_schema_enumerates_is_verified_and_a_typo_is_named(tmp_path: Path) -> None:
+    code, output = run_check(DATABASES, tmp_path / "good")
+    assert code == 0, output
+    assert f"ok    tools.{DATABASES.write_tool} would call 'restore', listed in the enum of manage_db.command" in output
+    code, output = run_check(DATABASES, tmp_path / "typo", misname_the_write(DATABASES))
+    assert code == 1
+    assert f"FAIL  tools.{DATABASES.write_tool}.call.action: 'restorex' is not one of the god-tool's actions" in output
+
+
+def test_a_write_action_no_schema_lists_is_a_warning_unless_a_probe_is_asked_for(tmp_path: Path) -> None:
+    code, output = run_check(TENANTS, tmp_path / "plain")
+    assert code == 0, output
+    assert f"WARN  tools.{TENANTS.write_tool}.call.action: 'reseed' is unverified" in output
+    code, output = run_check(TENANTS, tmp_path / "probed", None, "--probe-actions")
+    assert code == 0, output
+    assert "would call 'reseed', listed in its refusal of an action that cannot exist" in output
+    assert "WARN" not in output
+    code, output = run_check(TENANTS, tmp_path / "typo", misname_the_write(TENANTS), "--probe-actions")
+    assert code == 0, output
+    assert f"WARN  tools.{TENANTS.write_tool}.call.action: 'reseedx' is unverified" in output
+
+
+def test_a_probe_whose_refusal_lists_nothing_leaves_the_write_action_unverified(tmp_path: Path) -> None:
+    code, output = run_check(FLAGS, tmp_path, None, "--probe-actions")
+    assert code == 0, output
+    assert f"WARN  tools.{FLAGS.write_tool}.call.action: 'flags.set_rollout' is unverified" in output
 
 
 @pytest.mark.parametrize(
@@ -135,3 +173,32 @@ async def test_check_and_audit_leave_a_live_gateways_state_alone(tmp_path: Path)
 def snapshot(directory: Path) -> dict[str, bytes]:
     """Every file under a directory with its bytes."""
     return {str(path.relative_to(directory)): path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+
+
+def run_check_together(tmp: Path, change: Callable[[dict[str, Any]], None] | None = None) -> tuple[int, str]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    data = together_data(TENANTS, tmp / "backend.db", *TENANTS.seed_demo, state_dir=tmp / "state")
+    if change is not None:
+        change(data)
+    config = write_toml(data, tmp / "gateway.toml")
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "check", "--config", str(config)], capture_output=True, text=True, timeout=180
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_two_backend_config_passes_and_names_each_tools_backend(tmp_path: Path) -> None:
+    code, output = run_check_together(tmp_path)
+    assert code == 0, output
+    assert "ok    backends.tenants publishes manage_tenant" in output
+    assert "ok    backends.flags publishes manage_flags" in output
+    rows = {line.split()[0]: line.split() for line in output.splitlines() if line.split()}
+    assert rows[TENANTS.write_tool][-1] == "tenants" and rows[FLAGS.write_tool][-1] == "flags"
+    assert rows["describe_flag"][1:6] == ["passthrough", "false", "false", "true", "false"]
+    assert rows["describe_flag"][-3:] == ["tool", "set_flag_description", "flags"]
+
+
+def test_a_passthrough_tool_its_backend_lacks_is_named(tmp_path: Path) -> None:
+    code, output = run_check_together(tmp_path, lambda data: data["tools"]["describe_flag"].update(source="nope"))
+    assert code == 1
+    assert "FAIL  tools.describe_flag.source: the backend has no tool 'nope'" in output

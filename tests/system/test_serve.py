@@ -40,7 +40,8 @@ async def _full_flow(profile: Profile, port: int, url: str, db: Path) -> None:
     """Health, both eras' preview -> reset -> retry, a decline, and the metrics that counted them."""
     async with httpx.AsyncClient() as http:
         assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
-        assert (await http.get(f"http://127.0.0.1:{port}/readyz")).json() == {"backend": "up", "store": "up"}
+        ready = (await http.get(f"http://127.0.0.1:{port}/readyz")).json()
+        assert ready == {"backend": "up", "backends": {"default": "up"}, "store": "up"}
     # 2025-11-25: stateful streamable HTTP, the prompt pushed over SSE.
     legacy_answers = Answers()
     async with Client(streamable_http_client(url), mode="legacy", elicitation_callback=legacy_answers) as client:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from gateway.config import parse_config
 from gateway.runtime import Gateway
 from tests.support.clients import Clock, running_gateway
-from tests.support.configs import gateway_config
+from tests.support.configs import gateway_config, together_data
 from tests.support.profiles import Profile
 
 ToolsChange = Callable[[Profile, dict[str, Any]], None] | None
@@ -35,16 +36,34 @@ def tools_change() -> ToolsChange:
 
 
 @pytest.fixture(scope="module")
+def wrapping() -> str:
+    """How the module gateway wraps the profile's backend: ``alone`` (the profile's own config) or ``together``
+    (one gateway over both profiles' backends, with pass-through tools: tests.support.configs.together_data).
+    A module runs in both by overriding this fixture with ``params=["alone", "together"]``."""
+    return "alone"
+
+
+@pytest.fixture(scope="module")
 async def gw(
-    profile: Profile, db: Path, clock: Clock, tools_change: ToolsChange, tmp_path_factory: pytest.TempPathFactory
+    profile: Profile,
+    db: Path,
+    clock: Clock,
+    tools_change: ToolsChange,
+    wrapping: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Gateway]:
-    """A gateway over the profile's own config, shared by every test of the module."""
+    """A gateway over the profile's own config (or both profiles' together), shared by every test of the module."""
 
     def change(tools: dict[str, Any]) -> None:
         if tools_change is not None:
             tools_change(profile, tools)
 
     state = tmp_path_factory.mktemp("state")
-    config = gateway_config(profile, db, *profile.seed_demo, state_dir=state, tools=change)
+    if wrapping == "together":
+        data = together_data(profile, db, *profile.seed_demo, state_dir=state)
+        change(data["tools"])
+        config = parse_config(data)
+    else:
+        config = gateway_config(profile, db, *profile.seed_demo, state_dir=state, tools=change)
     async with running_gateway(config, clock, backend_in_process=True) as gateway:
         yield gateway

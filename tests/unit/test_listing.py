@@ -45,7 +45,7 @@ async def setup(profile: Profile, tmp_path_factory: pytest.TempPathFactory) -> A
 def list_reads(setup: Setup, profile: Profile) -> float:
     """How many times the gateway has called the backend's list action so far."""
     action = setup.gw.config.tools[profile.list_tool].call.action  # type: ignore[union-attr]
-    labels = {"action": action, "result": "ok"}
+    labels = {"action": action, "result": "ok", "backend": "default"}
     return setup.gw.metrics.registry.get_sample_value("gateway_backend_call_seconds_count", labels) or 0.0
 
 

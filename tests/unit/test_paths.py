@@ -37,6 +37,7 @@ def test_relative_paths_in_a_config_are_taken_from_its_folder_not_the_working_di
     )
     monkeypatch.chdir("/")
     config = load_config(config_file)
+    assert config.backend is not None
     assert config.gateway.store == f"sqlite:{folder}/data/gateway.db"
     assert config.gateway.state_dir == str(folder / "state")
     assert config.backend.command == str(folder / "bin" / "backend")
@@ -54,12 +55,27 @@ def test_state_dir_defaults_to_var_beside_the_config_and_fills_the_backend_place
     )
     monkeypatch.chdir("/")
     config = load_config(config_file)
+    assert config.backend is not None
     state = tmp_path / "var"
     assert config.gateway.state_dir == str(state)
     assert config.gateway.store == f"sqlite:{state}/gateway.db"
     assert config.backend.command == sys.executable
     assert config.backend.args == ["-m", "x", "--db", f"{state}/b.db", "{other}"]
     assert config.backend.env == {"DB": str(state)}
+
+
+def test_each_named_backend_has_its_placeholders_filled_and_starts_in_the_configs_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file = a_config(tmp_path, 'command = "{python}"\nargs = ["-m", "x", "--db", "{state_dir}/b.db"]')
+    config_file.write_text(config_file.read_text().replace("[backend]", "[backends.demo]"))
+    monkeypatch.chdir("/")
+    config = load_config(config_file)
+    backend = config.backend_sections()["demo"]
+    assert config.backend is None
+    assert backend.command == sys.executable
+    assert backend.args == ["-m", "x", "--db", f"{tmp_path / 'var'}/b.db"]
+    assert backend.cwd == str(tmp_path)
 
 
 def test_a_public_key_file_is_taken_from_the_configs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,6 +97,7 @@ def test_the_built_in_config_keeps_its_state_in_the_platform_state_directory(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.chdir("/")
     config = load_config()
+    assert config.backend is not None
     state = tmp_path / "mcp-safety-gateway"
     assert config.gateway.state_dir == str(state)
     assert config.gateway.store == f"sqlite:{state}/gateway.db"

@@ -1,4 +1,5 @@
-"""The write tool end to end in both protocol eras: confirm, replay, refuse, and never write twice."""
+"""The write tool end to end in both protocol eras: confirm, replay, refuse, and never write twice; through the
+profile's own gateway and through one gateway over both profiles' backends."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
 from tests.support.clients import (
+    NOT_A_YES,
+    NOT_A_YES_IDS,
     Answers,
     Clock,
     applied_body,
@@ -25,6 +28,11 @@ from tests.support.profiles import Profile
 
 pytestmark = pytest.mark.anyio
 YES = types.ElicitResult(action="accept", content={"confirm": True})
+
+
+@pytest.fixture(scope="module", params=["alone", "together"])
+def wrapping(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 async def audit_of(gw: Gateway, key: str) -> list[Any]:
@@ -78,16 +86,7 @@ async def test_a_plan_the_target_has_moved_past_is_stale(gw: Gateway, profile: P
     assert answers.prompts == []
 
 
-@pytest.mark.parametrize(
-    ("answers", "code"),
-    [
-        (Answers("decline"), "not_confirmed"),
-        (Answers("cancel"), "not_confirmed"),
-        (Answers("accept", {"confirm": False}), "not_confirmed"),
-        (None, "confirmation_unavailable"),
-    ],
-    ids=["decline", "cancel", "accept-without-yes", "no-capability"],
-)
+@pytest.mark.parametrize(("answers", "code"), NOT_A_YES, ids=NOT_A_YES_IDS)
 async def test_anything_but_a_yes_changes_nothing(
     gw: Gateway, profile: Profile, era: str, db: Path, answers: Answers | None, code: str
 ) -> None:
@@ -149,7 +148,7 @@ async def test_a_target_protected_after_its_preview_is_not_changed(
             result = await client.call_tool(profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
         finally:
             profile.set_protected(db, profile.spare, False)
-    assert error_code(result) == "tenant_protected"
+    assert error_code(result) == f"{profile.noun}_protected"
     assert profile.write_count(db) == before
 
 

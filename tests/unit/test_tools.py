@@ -1,4 +1,7 @@
-"""The published tools: honest annotations, output schemas, read-only tools that write nothing, bounds."""
+"""The published tools: honest annotations, output schemas, read-only tools that write nothing, bounds.
+
+Every test runs against the profile's own gateway and against one gateway over both profiles' backends (with
+pass-through tools beside the god-tools' mapped tools)."""
 
 from __future__ import annotations
 
@@ -11,19 +14,38 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
 from tests.support.clients import connect, error_code
-from tests.support.profiles import Profile
+from tests.support.profiles import FLAGS, PROFILES, Profile
 
 pytestmark = pytest.mark.anyio
 
 
-def sample_args(profile: Profile) -> dict[str, dict[str, Any]]:
-    return {profile.list_tool: {}, profile.preview_tool: profile.preview_args()}
+@pytest.fixture(scope="module", params=["alone", "together"])
+def wrapping(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def sample_args() -> dict[str, dict[str, Any]]:
+    samples: dict[str, dict[str, Any]] = {"flag_history": {"key": FLAGS.main}}
+    for each in PROFILES:
+        samples.update({each.list_tool: {}, each.preview_tool: each.preview_args()})
+    return samples
+
+
+def every_database(profile: Profile, db: Path) -> list[tuple[Profile, Path]]:
+    """The profile's backend database and, in a gateway over both backends, the other one beside it."""
+    paths = [(each, db if each is profile else db.with_name(f"{each.name}.db")) for each in PROFILES]
+    return [(each, path) for each, path in paths if path.exists()]
+
+
+def state_of(profile: Profile, db: Path) -> list[Any]:
+    return [(each.write_count(path), each.snapshot(path, each.main)) for each, path in every_database(profile, db)]
 
 
 async def test_every_tool_states_all_hints_and_has_an_output_schema(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         tools = (await client.list_tools()).tools
-    assert {tool.name for tool in tools} == {profile.list_tool, profile.preview_tool, profile.write_tool}
+    assert {tool.name for tool in tools} == set(gw.config.tools)
+    assert {profile.list_tool, profile.preview_tool, profile.write_tool} <= set(gw.config.tools)
     for tool in tools:
         assert tool.annotations is not None, tool.name
         hints = tool.annotations.model_dump(by_alias=True, exclude_none=True)
@@ -43,12 +65,14 @@ async def test_the_god_tool_is_not_listed_and_cannot_be_called(
     gw: Gateway, profile: Profile, era: str, db: Path
 ) -> None:
     before = profile.write_count(db)
-    god_tool = gw.config.backend.tool
+    god_tools = [backend.tool for backend in gw.config.backend_sections().values()]
     async with connect(gw, era) as client:
-        assert god_tool not in {tool.name for tool in (await client.list_tools()).tools}
-        with pytest.raises(MCPError) as raised:
-            await client.call_tool(god_tool, {"action": "wipe", "payload": {"id": profile.main}})
-    assert raised.value.code == types.INVALID_PARAMS
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        for god_tool in god_tools:
+            assert god_tool not in listed
+            with pytest.raises(MCPError) as raised:
+                await client.call_tool(god_tool, {"action": "wipe", "payload": {"id": profile.main}})
+            assert raised.value.code == types.INVALID_PARAMS
     assert profile.write_count(db) == before
 
 
@@ -62,8 +86,8 @@ async def test_unknown_tool_is_a_json_rpc_invalid_params_error(gw: Gateway, prof
 async def test_every_read_only_tool_in_tools_list_changes_nothing(
     gw: Gateway, profile: Profile, era: str, db: Path
 ) -> None:
-    before = profile.write_count(db), profile.snapshot(db, profile.main)
-    samples = sample_args(profile)
+    before = state_of(profile, db)
+    samples = sample_args()
     async with connect(gw, era) as client:
         tools = (await client.list_tools()).tools
         read_only = [tool for tool in tools if tool.annotations and tool.annotations.read_only_hint]
@@ -72,7 +96,7 @@ async def test_every_read_only_tool_in_tools_list_changes_nothing(
             assert tool.name in samples, f"add sample arguments for {tool.name}"
             result = await client.call_tool(tool.name, samples[tool.name])
             assert not result.is_error, (tool.name, result.content)
-    assert (profile.write_count(db), profile.snapshot(db, profile.main)) == before
+    assert state_of(profile, db) == before
 
 
 async def test_success_carries_structured_content_and_the_same_json_as_text(
@@ -136,13 +160,13 @@ async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, profile
 async def test_preview_of_a_protected_target_gives_no_plan(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.protected))
-    assert error_code(result) == "tenant_protected"
+    assert error_code(result) == f"{profile.noun}_protected"
 
 
 async def test_preview_of_an_absent_target_is_not_found(gw: Gateway, profile: Profile, era: str) -> None:
     async with connect(gw, era) as client:
         result = await client.call_tool(profile.preview_tool, profile.preview_args(profile.absent))
-    assert error_code(result) == "tenant_not_found"
+    assert error_code(result) == f"{profile.noun}_not_found"
 
 
 async def test_preview_returns_a_random_expiring_plan_at_the_current_version(

@@ -85,7 +85,7 @@ def schemas() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for profile in PROFILES:
         catalog = build_catalog(load_config(profile.config), LOOKUPS)
-        for name, published in catalog.items():
+        for name, published in catalog.tools.items():
             found.append((f"{name} input", dict(published.tool.input_schema)))
             found.append((f"{name} output", dict(published.tool.output_schema or {})))
     return found

@@ -167,7 +167,8 @@ async def serve_gateway(tmp: Path, auth: dict[str, Any] | None = None) -> AsyncI
         async with process(args, port, stderr=stderr):
             async with httpx.AsyncClient(timeout=STEP_SECONDS) as http:
                 ready = await http.get(f"http://127.0.0.1:{port}/readyz")
-            assert ready.json() == {"backend": "up", "store": "up"}, await anyio.Path(log).read_text()
+            up = {"backend": "up", "backends": {"default": "up"}, "store": "up"}
+            assert ready.json() == up, await anyio.Path(log).read_text()
             yield Served(url, db, log)
 
 
