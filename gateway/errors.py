@@ -33,6 +33,7 @@ class Code(StrEnum):
     OUTCOME_UNKNOWN = "outcome_unknown"
     BACKEND_UNAVAILABLE = "backend_unavailable"
     BACKEND_ERROR = "backend_error"
+    INTERNAL_ERROR = "internal_error"
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ MEANINGS: dict[Code, Meaning] = {
         "the backend (or the shared store) could not be reached; nothing was sent", "retry with the same key"
     ),
     Code.BACKEND_ERROR: Meaning("the backend refused or answered nonsense", "preview again; check the backend"),
+    Code.INTERNAL_ERROR: Meaning(
+        "the gateway failed before it sent the write (its log names the fault); nothing was changed, the key is free",
+        "preview again (or retry later with the same key); tell the operator if it persists",
+    ),
 }
 
 

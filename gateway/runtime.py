@@ -25,6 +25,7 @@ from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
+from gateway.stores.unsettled import Unsettled
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    unsettled: Unsettled = field(default_factory=Unsettled)
     reader: TargetReader = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
@@ -86,7 +88,9 @@ async def open_gateway(
     metrics = Metrics()
     store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
     try:
-        async with McpBackend(config.backend, observe=metrics.observe_backend, opener=opener) as backend:
+        async with McpBackend(
+            config.backend, observe=metrics.observe_backend, opener=opener, max_depth=config.limits.max_depth
+        ) as backend:
             keys = load_keys(Path(config.gateway.state_dir))
             yield Gateway(config, backend, store, keys, clock, metrics)
     finally:

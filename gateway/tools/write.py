@@ -2,10 +2,13 @@
 
     run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
-    _write      8 lock, claim, re-check -> 9 backend call -> settle (audit first, then the key)
+    _write      8 lock, claim -> _send (re-check, 9 backend call, settle) -> _record (audit first, then the key)
 
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
+Nor can an exception: one before the backend call releases the key, one after it settles the key with the
+write's outcome (unknown when that cannot be told), and a store that cannot take the outcome has it kept
+(gateway.stores.unsettled) while the caller is told the truth.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from gateway.tools.write_rules import (
 
 AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
 STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
+NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +74,25 @@ class WriteCall:
         """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
         self.entry = replace(self.entry, **facts)
 
-    async def audit(self, outcome: str, code: Code | None) -> None:
-        """One audit entry per decision; the user's answer, if there was a prompt, is counted too."""
+    def decided(self, outcome: str, code: Code | None) -> AuditEntry | None:
+        """The audit entry of this call's decision, once (None after); the user's answer, if any, is counted."""
         if self.audited:
-            return
+            return None
         self.audited = True
         if self.entry.confirmation is not None:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
         code_text = None if code is None else code.value
-        await trail.append(self.gw.store, replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text))
+        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text)
+
+    async def audit(self, outcome: str, code: Code | None) -> None:
+        """One audit entry per decision. A store that fails to take it is logged: the caller still gets the answer."""
+        entry = self.decided(outcome, code)
+        if entry is None:
+            return
+        try:
+            await trail.append(self.gw.store, entry)
+        except Exception as exc:
+            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
 
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
@@ -122,7 +136,8 @@ async def _decide(
 ) -> dict[str, Any] | types.InputRequiredResult:
     gw, preview_name = call.gw, call.config.preview
     plan_id, key = args["planId"], args["idempotencyKey"]
-    record = await gw.store.get_record(call.caller, key)
+    await gw.unsettled.retry(gw.store)
+    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
     verdict = after_key_lookup(record, plan_id)
     if record is not None:
         call.note(target=record.target)
@@ -160,35 +175,15 @@ async def _decide(
 
 
 async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    gw, write = call.gw, call.config
+    gw = call.gw
     async with gw.store.lock(plan.target):
         crash_point("before-claim")
-        claim = await gw.store.claim(record, gw.clock(), write.idempotency_retention_seconds)
+        claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
         if not claim.claimed:
             return await _not_claimed(call, claim.existing, plan, record)
         with anyio.CancelScope(shield=True):
             crash_point("after-claim")
-            try:
-                await call.require_unchanged(plan)
-            except ToolError:
-                await gw.store.release(record)
-                raise
-            reply: Reply | None
-            try:
-                payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-                reply = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
-            except BackendUnavailable:
-                await gw.store.release(record)
-                raise ToolError(
-                    Code.BACKEND_UNAVAILABLE,
-                    "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-                ) from None
-            except OutcomeLost:
-                reply = LOST
-            crash_point("after-backend-write")
-            current = await call.current(plan.target) if needs_reread(reply, write) else None
-            reread_version = call.preview.target.version_in(current) if current is not None else MISSING
-            settlement = settle(plan, reply, current, reread_version, write, write.preview)
+            settlement = await _send(call, plan, record)
             await _record(call, record, settlement)
     error = settlement.error()
     if error is not None:
@@ -196,25 +191,69 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
     return {**settlement.result, "replayed": False}
 
 
+async def _send(call: WriteCall, plan: Plan, record: KeyRecord) -> Settlement:
+    """Steps 8 (re-check) and 9 under a claimed key. Whatever goes wrong, the key ends settled or released: a
+    failure before the backend call releases it (and refuses), one after it settles it as the write's outcome,
+    unknown when that cannot be told."""
+    gw, write = call.gw, call.config
+    sent = False
+    try:
+        await call.require_unchanged(plan)
+        payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+        sent = True  # from here on the backend may have received the write
+        reply: Reply | None = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
+    except OutcomeLost:
+        reply = LOST
+    except BackendUnavailable:
+        await _release(call, record)
+        raise ToolError(
+            Code.BACKEND_UNAVAILABLE,
+            "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
+        ) from None
+    except ToolError:
+        await _release(call, record)
+        raise
+    except Exception as exc:
+        log.error("%s failed %s the backend call: %s", call.name, "after" if sent else "before", type(exc).__name__)
+        if sent:
+            reply = LOST
+        else:
+            await _release(call, record)
+            preview = call.config.preview
+            raise ToolError(Code.INTERNAL_ERROR, NOTHING_SENT.format(preview), next_tool=preview) from None
+    crash_point("after-backend-write")
+    try:
+        current = await call.current(plan.target) if needs_reread(reply, write) else None
+        reread_version = call.preview.target.version_in(current) if current is not None else MISSING
+        return settle(plan, reply, current, reread_version, write, write.preview)
+    except Exception as exc:  # a decision that cannot be made about a sent write: its outcome is unknown
+        log.error("%s could not read the outcome of a sent write: %s", call.name, type(exc).__name__)
+        return Settlement("unknown", outcome_unknown_body(None))
+
+
+async def _release(call: WriteCall, record: KeyRecord) -> None:
+    """Free a key whose write was never sent. A store that fails here leaves it in flight, which reads as
+    outcome_unknown later: never a second write."""
+    try:
+        await call.gw.store.release(record)
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        log.error("key %s could not be released: %s", record.key, type(exc).__name__)
+
+
 async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) -> None:
     """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
     and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so no write that
-    reached the backend goes unaudited. The key settles even if the audit raises."""
+    reached the backend goes unaudited. Neither step can turn the outcome into an error: what the store could
+    not take is kept (gateway.stores.unsettled) and stored by the next write call that finds the store working."""
     error = settlement.error()
     if error is None:
         call.note(version_after=settlement.result["version"])
-    try:
-        outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-        await call.audit(outcome, None if error is None else error.code)
-    finally:
-        crash_point("before-settle")
-        try:
-            next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
-            await call.gw.store.settle(replace(record, state=settlement.state, result=settlement.result))
-        except StoreUnavailable:
-            # The call was sent, so say what happened. The key stays in flight until its lock lapses
-            # and then reads outcome_unknown: it never writes again.
-            log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
+    outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
+    next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
+    settled = replace(record, state=settlement.state, result=settlement.result)
+    await call.gw.unsettled.put(call.gw.store, call.decided(outcome, None if error is None else error.code), settled)
 
 
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from gateway.backend.client import Opener
 from gateway.config import GatewayConfig
@@ -78,6 +79,13 @@ def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
     """A real SDK client, in memory, speaking one protocol era; it can answer prompts when given answers."""
     mode = "legacy" if era == "2025-11-25" else "auto"
     return Client(build_server(gw), mode=mode, elicitation_callback=answers)
+
+
+def connect_url(url: str, era: str, answers: Any = None) -> Client:
+    """A real SDK client over HTTP to a gateway process, speaking one protocol era (2025: stateful with SSE)."""
+    if era == "2025-11-25":
+        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
+    return Client(url, elicitation_callback=answers)
 
 
 def error_code(result: types.CallToolResult) -> str:
