@@ -71,7 +71,7 @@ MEANINGS: dict[Code, Meaning] = {
     ),
     Code.NOT_CONFIRMED: Meaning(
         "declined, cancelled, wrong typed confirmation, or no answer in time",
-        "nothing was changed; ask again if intended",
+        "nothing was changed; a decline or cancel used the plan up: preview again only if the user wants it",
     ),
     Code.IDEMPOTENCY_KEY_REUSED: Meaning("this key already belongs to another plan", "use a new key for a new plan"),
     Code.REQUEST_IN_PROGRESS: Meaning("a call with this key (or this plan) is running", "retry the same call shortly"),

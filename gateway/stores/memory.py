@@ -71,6 +71,13 @@ class MemoryStore:
         self._records[(record.caller, record.key)] = (record, until)
         self._plans.pop(record.plan_id, None)
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        found = self._plans.get(plan_id)
+        if found is None or found[0].in_use_by is not None:
+            return False
+        del self._plans[plan_id]
+        return True
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         if nonce in self._nonces:
             return False

@@ -18,8 +18,9 @@ Keys, under ``prefix``::
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
-flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``, acquire, renew
-and unlock are scripts too. A script retried after a lost reply recognises its own earlier effect.
+flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
+``consume_plan`` (delete a plan only while no key holds it), acquire, renew and unlock are scripts too. A
+script retried after a lost reply recognises its own earlier effect.
 
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
@@ -164,6 +165,14 @@ redis.call('HSET', KEYS[1], 'state', ARGV[1], 'body', ARGV[2])
 return 1
 """
 
+# KEYS: plan.
+CONSUME = """
+if redis.call('HEXISTS', KEYS[1], 'body') == 1 and redis.call('HEXISTS', KEYS[1], 'in_use_by') == 0 then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
 # KEYS: lock, fence. ARGV: this acquirer's random part, lease ms.
 ACQUIRE = """
 local holder = redis.call('GET', KEYS[1])
@@ -214,6 +223,7 @@ class RedisStore:
                 ("orphan", ORPHAN),
                 ("release", RELEASE),
                 ("settle", SETTLE),
+                ("consume", CONSUME),
                 ("acquire", ACQUIRE),
                 ("renew", RENEW),
                 ("unlock", UNLOCK),
@@ -274,6 +284,9 @@ class RedisStore:
                 record.key,
                 record.state,
             )
+
+    async def consume_plan(self, plan_id: str) -> bool:
+        return bool(await self._script("consume", [self._plan_key(plan_id)], []))
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         first = await self._call(

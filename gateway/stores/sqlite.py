@@ -126,6 +126,11 @@ class SqliteStore:
             )
             self._db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        with self._db:
+            cursor = self._db.execute("DELETE FROM plans WHERE plan_id = ? AND in_use_by IS NULL", (plan_id,))
+        return cursor.rowcount == 1
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         with self._db:
             self._db.execute("DELETE FROM nonces WHERE purge_at < ?", (now,))

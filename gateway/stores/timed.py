@@ -47,6 +47,9 @@ class TimedStore:
     async def settle(self, record: KeyRecord) -> None:
         await self._timed("settle", self.inner.settle(record))
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        return await self._timed("consume_plan", self.inner.consume_plan(plan_id))
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
 

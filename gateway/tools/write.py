@@ -46,6 +46,7 @@ from gateway.tools.write_rules import (
     require_yes,
     settle,
     template_names,
+    uses_up_plan,
 )
 
 AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
@@ -161,7 +162,9 @@ async def _decide(
     if isinstance(answer, types.InputRequiredResult):
         return answer
     call.note(confirmation=answer.action if answer is not None else "timeout")
-    require_yes(answer, call.config.confirm, plan)
+    if uses_up_plan(answer):
+        await gw.store.consume_plan(plan_id)
+    require_yes(answer, call.config.confirm, plan, preview_name)
     record = KeyRecord(
         call.caller,
         key,

@@ -14,7 +14,8 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
     5     the client can be asked (form)          confirmation_unavailable         require_form
     6     the target has not moved on             tenant_not_found, tenant_protected, plan_stale
                                                                                    require_unchanged
-    7     the user said yes                       not_confirmed                    require_yes
+    7     the user said yes; a decline or cancel  not_confirmed                    require_yes,
+          uses the plan up (the key stays free)                                    uses_up_plan
     8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
     9     the backend's answer becomes the outcome                                 settle
 
@@ -133,7 +134,7 @@ def confirmation_schema(mode: str, plan: Plan) -> dict[str, Any]:
     return {"type": "object", "properties": {"confirm": prop}, "required": ["confirm"]}
 
 
-def require_yes(answer: ElicitResult | None, mode: str, plan: Plan) -> str:
+def require_yes(answer: ElicitResult | None, mode: str, plan: Plan, preview: str) -> str:
     """Step 7: only an accepted, correctly filled form counts as yes. Returns the answer for the audit."""
     if answer is None:
         raise ToolError(Code.NOT_CONFIRMED, "No answer came before the prompt timed out. Nothing was changed.")
@@ -144,7 +145,18 @@ def require_yes(answer: ElicitResult | None, mode: str, plan: Plan) -> str:
         if mode != "typed" and content.get("confirm") is True:
             return "accept"
         raise ToolError(Code.NOT_CONFIRMED, "The confirmation was not given as asked. Nothing was changed.")
-    raise ToolError(Code.NOT_CONFIRMED, f"The user did not confirm ({answer.action}). Nothing was changed.")
+    raise ToolError(
+        Code.NOT_CONFIRMED,
+        f"The user did not confirm ({answer.action}). Nothing was changed and this plan is used up: "
+        f"call {preview} again only if the user asks for the change.",
+        next_tool=preview,
+    )
+
+
+def uses_up_plan(answer: ElicitResult | None) -> bool:
+    """Step 7: a decline or a cancel ends the plan, so the same plan never prompts again (consent fatigue);
+    the agent must preview again. A timeout or a wrongly typed confirmation leaves it, as does any yes."""
+    return answer is not None and answer.action in ("decline", "cancel")
 
 
 LOST = None  # a backend call that was sent and never answered

@@ -19,7 +19,9 @@ from gateway.tools.write_rules import (
     after_key_lookup,
     next_key_state,
     require_form,
+    require_yes,
     settle,
+    uses_up_plan,
 )
 
 PLAN = Plan(
@@ -162,3 +164,23 @@ def test_protection_comes_from_a_field_or_an_id_glob() -> None:
     assert target.is_protected("checkout.x", {"meta": {"locked": True}})
     assert not target.is_protected("checkout.x", {"meta": {"locked": False}})
     assert not target.is_protected("production.x", {"meta": {"locked": "yes"}})
+
+
+@pytest.mark.parametrize(
+    ("answer", "used_up"),
+    [
+        (types.ElicitResult(action="decline"), True),
+        (types.ElicitResult(action="cancel"), True),
+        (None, False),  # no answer in time: the user may not have seen it
+        (types.ElicitResult(action="accept", content={"confirm": False}), False),
+        (types.ElicitResult(action="accept", content={"confirm": True}), False),
+    ],
+)
+def test_a_decline_or_cancel_uses_the_plan_up_and_nothing_else_does(
+    answer: types.ElicitResult | None, used_up: bool
+) -> None:
+    assert uses_up_plan(answer) is used_up
+    if used_up:
+        with pytest.raises(ToolError) as refused:
+            require_yes(answer, "boolean", PLAN, PREVIEW)
+        assert (refused.value.code, refused.value.next_tool) == ("not_confirmed", PREVIEW)
