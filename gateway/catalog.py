@@ -2,21 +2,24 @@
 
 The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
 a compiled validator (gateway.validators) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
-and for the message when a check fails.
+and for the message when a check fails. ``fits`` checks one field of a tool's output on its own, so that values
+from the backend (a version, a summary number, an id) are checked where they enter, before they are planned,
+recorded or returned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import FormatChecker
+from jsonschema.protocols import Validator
 
 from gateway.config import GatewayConfig, Limits, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import Code, ToolError
-from gateway.validators import Check, compile_check
+from gateway.validators import Check, SchemaValidator, compile_check, published
 
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
@@ -30,10 +33,11 @@ class PublishedTool:
     name: str
     config: ToolConfig
     tool: types.Tool
-    inputs: Draft202012Validator
-    outputs: Draft202012Validator
+    inputs: Validator
+    outputs: Validator
     inputs_valid: Check | None = None
     outputs_valid: Check | None = None
+    field_checks: dict[str, Check] = field(default_factory=dict)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise invalid_arguments naming the first problem; nothing is coerced."""
@@ -55,13 +59,18 @@ class PublishedTool:
         if error is not None:
             raise ValueError(f"{self.name} output does not match its outputSchema: {_short(error.message)}")
 
+    def fits(self, name: str, value: Any) -> bool:
+        """Whether one field of this tool's output may hold ``value`` (a field the output does not declare: no)."""
+        check = self.field_checks.get(name)
+        return check is not None and check(value)
+
 
 def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]]) -> dict[str, PublishedTool]:
     """Every configured tool, ready to list and validate against. ``lookups`` supplies enum values."""
     catalog = {}
     formats = FormatChecker()
     for name, tool_config in config.tools.items():
-        input_schema, output_schema = _schemas(config, tool_config, lookups)
+        input_schema, output_schema = (published(schema) for schema in _schemas(config, tool_config, lookups))
         tool = types.Tool(
             name=name,
             title=tool_config.title,
@@ -74,12 +83,21 @@ def build_catalog(config: GatewayConfig, lookups: Mapping[str, Mapping[str, Any]
             name=name,
             config=tool_config,
             tool=tool,
-            inputs=Draft202012Validator(input_schema, format_checker=formats),
-            outputs=Draft202012Validator(output_schema, format_checker=formats),
+            inputs=SchemaValidator(input_schema, format_checker=formats),
+            outputs=SchemaValidator(output_schema, format_checker=formats),
             inputs_valid=compile_check(input_schema, formats),
             outputs_valid=compile_check(output_schema, formats),
+            field_checks={
+                name: _check(schema, formats) for name, schema in output_schema.get("properties", {}).items()
+            },
         )
     return catalog
+
+
+def _check(schema: dict[str, Any], formats: FormatChecker) -> Check:
+    """A compiled check, or jsonschema's answer where the schema is outside the compiled subset."""
+    compiled = compile_check(schema, formats)
+    return compiled if compiled is not None else SchemaValidator(schema, format_checker=formats).is_valid
 
 
 def _annotations(tool: ToolConfig) -> types.ToolAnnotations:

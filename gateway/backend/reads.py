@@ -11,6 +11,7 @@ them arrived, so none of them sees a list older than its own request.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,11 +112,12 @@ class TargetReader:
             slot.listing = listing if len(listing.items) <= LISTING_MAX_ITEMS else None
             return listing
 
-    async def lookup(self, name: str, lookup: Lookup) -> dict[str, Any]:
-        """A lookup table, read once and kept."""
+    async def lookup(self, name: str, lookup: Lookup, *, fresh: bool = False) -> dict[str, Any]:
+        """A lookup table: ``fresh`` reads it now (the numbers a plan states); otherwise the first read is kept
+        (the names an input enum lists)."""
         if lookup.values is not None:
             return lookup.values
-        if name not in self._lookups:
+        if fresh or name not in self._lookups:
             assert lookup.call is not None
             call = lookup.call
             table = _data(call, await self._read(call, {}))
@@ -123,6 +125,10 @@ class TargetReader:
                 raise _malformed(call.action)
             self._lookups[name] = table
         return self._lookups[name]
+
+    async def fresh_lookups(self, names: list[str], lookups: Mapping[str, Lookup]) -> dict[str, dict[str, Any]]:
+        """The named lookup tables as the backend has them now."""
+        return {name: await self.lookup(name, lookups[name], fresh=True) for name in names}
 
     async def _read(self, call: Call, names: dict[str, Any]) -> Reply:
         try:

@@ -34,6 +34,8 @@ from gateway.tools import confirm
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
+    Fits,
+    Seen,
     Settlement,
     after_key_lookup,
     confirmation_schema,
@@ -100,10 +102,21 @@ class WriteCall:
         return await self.gw.reader.find(self.preview.target, target_id)
 
     async def require_unchanged(self, plan: Plan) -> None:
-        """Read the target and refuse if it moved on or became protected."""
+        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected."""
         target = self.preview.target
         state = await self.gw.reader.get(target, plan.target)
-        require_unchanged(plan, target.version_in(state), target.is_protected(plan.target, state), self.config.preview)
+        tables = await self.gw.reader.fresh_lookups(self.preview.lookups_used, self.gw.config.lookups)
+        seen = Seen(
+            target_id=target.id_in(state),
+            version=target.version_in(state),
+            protected=target.is_protected(plan.target, state),
+            summary=self.preview.summary_of(plan.arguments, state, tables),
+        )
+        require_unchanged(plan, seen, self.config.preview)
+
+    async def fits(self) -> Fits:
+        """Whether a value may fill a field of this tool's output."""
+        return (await self.gw.catalog())[self.name].fits
 
 
 async def run_write(
@@ -226,9 +239,10 @@ async def _send(call: WriteCall, plan: Plan, record: KeyRecord) -> Settlement:
             raise ToolError(Code.INTERNAL_ERROR, NOTHING_SENT.format(preview), next_tool=preview) from None
     crash_point("after-backend-write")
     try:
-        current = await call.current(plan.target) if needs_reread(reply, write) else None
+        fits = await call.fits()
+        current = await call.current(plan.target) if needs_reread(reply, write, fits) else None
         reread_version = call.preview.target.version_in(current) if current is not None else MISSING
-        return settle(plan, reply, current, reread_version, write, write.preview)
+        return settle(plan, reply, current, reread_version, write, write.preview, fits)
     except Exception as exc:  # a decision that cannot be made about a sent write: its outcome is unknown
         log.error("%s could not read the outcome of a sent write: %s", call.name, type(exc).__name__)
         return Settlement("unknown", outcome_unknown_body(None))
