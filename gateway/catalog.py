@@ -9,6 +9,7 @@ recorded or returned.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,10 @@ from jsonschema.protocols import Validator
 
 from gateway.config import GatewayConfig, Limits, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.text import is_plain, quoted
 from gateway.validators import Check, SchemaValidator, compile_check, published
+
+log = logging.getLogger(__name__)
 
 IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
 PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
@@ -140,7 +144,10 @@ def _schemas(
     if isinstance(tool, PreviewTool):
         required_inputs = [name for name, field in tool.inputs.items() if field.required]
         expires = {"type": "string", "format": "date-time"}
-        outputs = _object({**plan_fields, "expiresAt": expires}, required=[*always, "expiresAt"])
+        approval = _object({"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": ["string", "null"]}})
+        outputs = _object(
+            {**plan_fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
+        )
         return _object(inputs, required=required_inputs), outputs
     write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
     outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])
@@ -152,7 +159,21 @@ def _input_schema(
 ) -> dict[str, Any]:
     if enum_from is None:
         return schema
-    return {**schema, "enum": sorted(lookups[enum_from])}
+    return {**schema, "enum": offered(enum_from, lookups[enum_from])}
+
+
+def offered(lookup: str, table: Mapping[str, Any]) -> list[str]:
+    """The keys of a lookup a caller may choose: only names a person can read as they are (gateway/text.py).
+    A key with control, bidi or format characters is the backend trying to make a prompt say something else."""
+    hostile = [key for key in table if not is_plain(key)]
+    if hostile:
+        log.warning(
+            "lookup %s: %d name(s) with invisible characters are not offered, e.g. %s",
+            lookup,
+            len(hostile),
+            quoted(hostile[0], 80),
+        )
+    return sorted(key for key in table if is_plain(key))
 
 
 def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

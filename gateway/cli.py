@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    check.add_argument(
+        "--explain",
+        nargs="+",
+        metavar="WORD",
+        help="WRITE_TOOL TARGET [key=value ...]: which approval rule a plan for that target would hit",
+    )
     call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="*", metavar="key=value|key:=json")
@@ -65,7 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     verify = audit_commands.add_parser("verify", help="check the hash chain: edits, deletions, reordering")
     for sub in (listing, verify):
         sub.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
+    approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
+    approvals.add_argument("action", choices=["list", "approve", "reject"])
+    approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
+    approvals.add_argument(
+        "--url", default=DEFAULT_URL.removesuffix("/mcp"), help="the gateway's base URL (default: %(default)s)"
+    )
+    approvals.add_argument(
+        "--token-env",
+        default="GATEWAY_APPROVER_TOKEN",
+        help="env var holding your approver token (default: %(default)s)",
+    )
+    approvals.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
+    if args.command == "approvals":
+        from gateway.approvals import remote
+
+        if args.action != "list" and not args.ids:
+            parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+        return remote.run(args.url, args.action, args.ids, args.token_env, args.json)
     if args.command == "call":
         from gateway import terminal
 
@@ -78,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "check":
         logs.configure("error", "text")
-        return anyio.run(run_check, config, args.schemas)
+        return anyio.run(run_check, config, args.schemas, args.explain)
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     if args.stdio:
+        refusal = stdio_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
         anyio.run(serve_stdio, config)
         return 0
     refusal = bind_refusal(args.host, config, args.insecure_listen_without_auth)
@@ -107,6 +135,17 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
     )
 
 
+def stdio_refusal(config: GatewayConfig) -> str | None:
+    """Why the gateway will not serve over stdio with this config, or None."""
+    url_tools = [name for name, tool in config.tools.items() if getattr(tool, "confirm", None) == "url"]
+    if url_tools and config.approvals.public_url is None:
+        return (
+            f"tools.{url_tools[0]}.confirm is 'url', and over stdio this process serves no approval page: set "
+            "approvals.public_url to the address of a gateway that serves it over HTTP on the same store"
+        )
+    return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether a bind address only accepts connections from this machine."""
     if host == "localhost":
@@ -117,11 +156,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def run_check(config: GatewayConfig, schemas: bool) -> int:
+async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | None = None) -> int:
     """The ``check`` subcommand."""
     from gateway.preflight import check
 
-    return await check(config, print, schemas=schemas)
+    return await check(config, print, schemas=schemas, explain=explain)
 
 
 async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
@@ -192,6 +231,8 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
 
     async with open_gateway(config) as gw:
         await recover(gw)
+        if is_loopback(host):
+            gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))

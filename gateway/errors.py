@@ -20,6 +20,7 @@ class Code(StrEnum):
     REQUEST_TOO_LARGE = "request_too_large"
     INVALID_CURSOR = "invalid_cursor"
     FORBIDDEN = "forbidden"
+    DENIED = "denied"
     RATE_LIMITED = "rate_limited"
     TENANT_NOT_FOUND = "tenant_not_found"
     TENANT_PROTECTED = "tenant_protected"
@@ -28,6 +29,7 @@ class Code(StrEnum):
     PLAN_STALE = "plan_stale"
     CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
     NOT_CONFIRMED = "not_confirmed"
+    APPROVAL_PENDING = "approval_pending"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     REQUEST_IN_PROGRESS = "request_in_progress"
     OUTCOME_UNKNOWN = "outcome_unknown"
@@ -57,6 +59,10 @@ MEANINGS: dict[Code, Meaning] = {
     Code.FORBIDDEN: Meaning(
         "the token lacks a scope the tool needs (`details.missingScopes`)", "get a token with that scope"
     ),
+    Code.DENIED: Meaning(
+        "an approval rule denies this write (`details.rule`), e.g. a blast-radius budget is spent",
+        "do not retry it; ask an operator",
+    ),
     Code.RATE_LIMITED: Meaning("the caller's token bucket is empty", "wait `details.retryAfterSeconds`"),
     Code.TENANT_NOT_FOUND: Meaning("no target by that id", "list the targets to see which exist"),
     Code.TENANT_PROTECTED: Meaning(
@@ -72,6 +78,10 @@ MEANINGS: dict[Code, Meaning] = {
     Code.NOT_CONFIRMED: Meaning(
         "declined, cancelled, wrong typed confirmation, or no answer in time",
         "nothing was changed; a decline or cancel used the plan up: preview again only if the user wants it",
+    ),
+    Code.APPROVAL_PENDING: Meaning(
+        "the write waits for people to approve it on the gateway's page (`details.url`, until `details.expiresAt`)",
+        "show the link to the user; once approved, retry the same call with the same key",
     ),
     Code.IDEMPOTENCY_KEY_REUSED: Meaning("this key already belongs to another plan", "use a new key for a new plan"),
     Code.REQUEST_IN_PROGRESS: Meaning("a call with this key (or this plan) is running", "retry the same call shortly"),
@@ -124,3 +134,7 @@ def markdown_table() -> str:
     rows = ["| code | what happened | what to do |", "| --- | --- | --- |"]
     rows += [f"| `{code.value}` | {meaning.happened} | {meaning.next_step} |" for code, meaning in MEANINGS.items()]
     return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m gateway.errors: the README's troubleshooting table
+    print(markdown_table())

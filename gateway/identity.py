@@ -7,6 +7,9 @@ answers exactly like an unknown tool, unless the operator keeps it visible; then
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
@@ -21,6 +24,42 @@ def current_caller(default: str) -> str:
     if token is None:
         return default
     return f"{token.client_id}/{token.subject}" if token.subject else token.client_id
+
+
+def current_person() -> str | None:
+    """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
+
+    Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
+    token = get_access_token()
+    if token is None:
+        return None
+    issuer = (token.claims or {}).get("iss")
+    return person_id(issuer if isinstance(issuer, str) else STATIC_ISSUER, token.subject or token.client_id)
+
+
+def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
+    """Who is calling, as approval rules read it: id, client, subject, issuer and scopes."""
+    token = get_access_token()
+    if token is None:
+        everything = sorted({scope for name in config.tools for scope in config.scopes_of(name)})
+        return {"id": default, "client": default, "subject": default, "issuer": STATIC_ISSUER, "scopes": everything}
+    issuer = (token.claims or {}).get("iss")
+    return {
+        "id": current_caller(default),
+        "client": token.client_id,
+        "subject": token.subject or token.client_id,
+        "issuer": issuer if isinstance(issuer, str) else STATIC_ISSUER,
+        "scopes": sorted(token.scopes),
+    }
+
+
+STATIC_ISSUER = "static"
+"""The issuer of people known from the config (static bearer tokens, approver tokens)."""
+
+
+def person_id(issuer: str, subject: str) -> str:
+    """One unambiguous string for (issuer, subject)."""
+    return json.dumps([issuer, subject], separators=(",", ":"))
 
 
 def current_scopes() -> set[str] | None:

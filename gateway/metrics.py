@@ -5,11 +5,14 @@ gateway_tool_call_seconds{tool}                 time in the gateway, backend cal
 gateway_backend_call_seconds{action, result}    result: ok, error (isError), lost, unavailable
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
+gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
+gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
+gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -40,6 +43,23 @@ class Metrics:
             "Time of each store operation.",
             ["operation"],
             buckets=FAST,
+            registry=self.registry,
+        )
+
+        self.plans = Counter(
+            "gateway_plans",
+            "Plans issued, by confirmation mode and rule.",
+            ["tool", "mode", "rule"],
+            registry=self.registry,
+        )
+        self.approvals_pending = Gauge(
+            "gateway_approvals_pending", "Approvals waiting for people.", registry=self.registry
+        )
+        self.decision_seconds = Histogram(
+            "gateway_approval_decision_seconds",
+            "Time from an approval's request to the decision that settled it.",
+            ["decision"],
+            buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600),
             registry=self.registry,
         )
 

@@ -38,9 +38,13 @@ class Report:
         self.problems.append(f"{key}: {sentence}")
 
 
-async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False) -> int:
-    """Run every check, print the report and the tool table; 0 when nothing is wrong."""
+async def check(
+    config: GatewayConfig, out: Callable[[str], None], *, schemas: bool = False, explain: list[str] | None = None
+) -> int:
+    """Run every check, print the report and the tool table; 0 when nothing is wrong. ``explain``
+    (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
+    explained: list[str] = []
     async with McpBackend(config.backend) as backend:
         probe = Probe(config, backend, TargetReader(backend))
         try:
@@ -54,6 +58,8 @@ async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: b
                 catalog = await load_catalog(config, probe.reader)
             except ToolError as err:
                 report.problem("lookups", err.message)
+        if explain and not report.problems:
+            explained = await _explain_rules(probe, explain, report)
     for note in report.notes:
         out(f"ok    {note}")
     for problem in report.problems:
@@ -65,7 +71,53 @@ async def check(config: GatewayConfig, out: Callable[[str], None], *, schemas: b
             for tool in catalog.values():
                 out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
                 out(f"{tool.name} outputSchema:\n{json.dumps(tool.tool.output_schema, indent=2)}")
+    for line in explained:
+        out(line)
     return 1 if report.problems else 0
+
+
+async def _explain_rules(probe: Probe, words: list[str], report: Report) -> list[str]:
+    """Which approval rule a plan for WRITE_TOOL TARGET [key=value ...] would hit, each rule's verdict on the way.
+    The target and lookups are read from the backend; the caller is the local one with every scope, and the
+    write counters are zero (a check opens no store)."""
+    from gateway.approvals.policy import choose, facts, public_mode
+    from gateway.identity import caller_facts
+    from gateway.terminal import UsageError, parse_pairs
+    from gateway.text import quoted
+    from gateway.tools.preview import effect
+
+    config = probe.config
+    if len(words) < 2 or not isinstance(config.tools.get(words[0]), WriteTool):
+        names = ", ".join(name for name, tool in config.tools.items() if isinstance(tool, WriteTool))
+        report.problem("--explain", f"give a write tool ({names}), a target id and the other arguments as key=value")
+        return []
+    write = config.tools[words[0]]
+    assert isinstance(write, WriteTool)
+    preview = config.preview_of(write)
+    try:
+        args = {**parse_pairs(words[2:]), preview.target_input: words[1]}
+        state, summary = await effect(probe.reader, config, preview, args)
+    except (UsageError, ToolError) as err:
+        report.problem("--explain", str(err))
+        return []
+    caller = caller_facts(config, config.gateway.stdio_caller)
+    zero = {window: 0 for window in ("minute", "hour", "day")}
+    writes = {scope: dict(zero) for scope in ("caller", "tool", "caller_tool", "all")}
+    choice, evaluations = choose(write, facts(caller, words[0], words[1], state, summary, args, writes))
+    lines = ["", f"explain {words[0]} {quoted(words[1])}: {json.dumps(summary)}"]
+    for evaluation in evaluations:
+        verdict = "holds" if evaluation.holds else "does not hold"
+        lines.append(
+            f"  rule {evaluation.rule}: {verdict}" + (f" (error: {evaluation.error})" if evaluation.error else "")
+        )
+    if choice.rule is None:
+        lines.append(f"  -> no rule holds: the tool's own confirm = {public_mode(choice.mode)!r}")
+    else:
+        extra = (
+            f", approvers {choice.approvers}, four eyes {str(choice.four_eyes).lower()}" if choice.mode == "url" else ""
+        )
+        lines.append(f"  -> mode {public_mode(choice.mode)!r} by rule {choice.rule}{extra}")
+    return lines
 
 
 @dataclass(frozen=True)

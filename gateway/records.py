@@ -6,6 +6,7 @@
     Claim       the answer to an atomic claim of a key and its plan
     AuditEntry  one decision of a write tool, hash-chained when stored
     Reply       the god-tool's answer: its error flag and its text
+    Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
 
 Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.tools.write_rules) can be
 read, imported and tested on their own.
@@ -20,6 +21,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 TOMBSTONE_SECONDS = 3600
+WRITE_WINDOWS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}
+"""The windows blast-radius counters count writes in (approval rules read ``writes.caller.hour`` and so on)."""
 """How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
 
 KeyState = Literal["in_flight", "applied", "unknown", "error"]
@@ -38,6 +41,9 @@ class Plan:
     summary: dict[str, Any]
     expires_at: float
     in_use_by: str | None = None
+    approval: dict[str, Any] | None = None
+    """How this plan must be confirmed, fixed at preview (gateway/approvals/policy.py): ``mode``, ``rule``,
+    ``approvers``, ``four_eyes``, ``notify``. None for a plan issued before rules existed: the tool's setting."""
 
 
 @dataclass(frozen=True)
@@ -144,3 +150,42 @@ def bounded_json(text: str, max_depth: int) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One approver's answer on the approval page."""
+
+    approver: str
+    """Who, as ``issuer|subject`` (an identity provider's login) or ``token|name`` (an approver token)."""
+    name: str
+    """How the page and the audit show them."""
+    verdict: Literal["approve", "reject"]
+    at: float
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A planned write that waits for people to approve it on the gateway's own page (``confirm = "url"``).
+
+    It is bound to the plan it was made for (id, caller, tool, target, version, numbers): an approval of other
+    facts approves nothing. ``caller_person`` is the caller's own identity (``issuer|subject``), so that with
+    ``four_eyes`` nobody approves their own write. ``rev`` counts stored changes (stores replace it only over
+    the revision it was read at)."""
+
+    approval_id: str
+    plan_id: str
+    caller: str
+    caller_person: str | None
+    tool: str
+    target: str
+    version: Any
+    arguments: dict[str, Any]
+    summary: dict[str, Any]
+    message: str
+    requested_at: float
+    expires_at: float
+    approvers_needed: int
+    four_eyes: bool
+    decisions: tuple[Decision, ...] = ()
+    rev: int = 0

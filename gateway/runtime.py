@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 
+from gateway.approvals.notify import Notifier
 from gateway.backend import Backend
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
@@ -39,6 +40,10 @@ class Gateway:
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
     unsettled: Unsettled = field(default_factory=Unsettled)
+    notifier: Notifier | None = None
+    """Delivers approval webhooks in the background (started by open_gateway)."""
+    served_at: str | None = None
+    """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     reader: TargetReader = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
@@ -58,6 +63,11 @@ class Gateway:
             if self._catalog is None:
                 self._catalog = await load_catalog(self.config, self.reader)
             return self._catalog
+
+    @property
+    def approvals_url(self) -> str | None:
+        """The base of approval links: approvals.public_url, else the address this process serves at."""
+        return self.config.approvals.public_url or self.served_at
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:
         """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""
@@ -87,11 +97,17 @@ async def open_gateway(
     ``opener`` replaces how the backend connection is opened (tests run the legacy server in process)."""
     metrics = Metrics()
     store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
+    notifier = Notifier(config.approvals.webhooks)
     try:
-        async with McpBackend(
-            config.backend, observe=metrics.observe_backend, opener=opener, max_depth=config.limits.max_depth
-        ) as backend:
+        async with (
+            McpBackend(
+                config.backend, observe=metrics.observe_backend, opener=opener, max_depth=config.limits.max_depth
+            ) as backend,
+            anyio.create_task_group() as background,
+        ):
+            background.start_soon(notifier.run)
             keys = load_keys(Path(config.gateway.state_dir))
-            yield Gateway(config, backend, store, keys, clock, metrics)
+            yield Gateway(config, backend, store, keys, clock, metrics, notifier=notifier)
+            background.cancel_scope.cancel()
     finally:
         await store.close()

@@ -1,7 +1,7 @@
 """The gateway's configuration: TOML in, frozen pydantic models out. The reference is docs/configuration.md.
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
-``tools.reset_tenant.confirm: Input should be 'boolean' or 'typed'``. The models live in ``sections`` (the
+``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backend) and ``mapping`` (which backend call backs which tool); this module joins them
 into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError, model_validator
 
+from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.mapping import (
     Call,
     InputField,
@@ -46,6 +47,9 @@ from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "ApprovalRule",
+    "ApprovalsSection",
+    "ApproverToken",
     "AuthSection",
     "BackendSection",
     "Call",
@@ -59,6 +63,7 @@ __all__ = [
     "Limits",
     "LoggingSection",
     "Lookup",
+    "OidcLogin",
     "OutputField",
     "PreviewTool",
     "RateLimit",
@@ -69,6 +74,7 @@ __all__ = [
     "Target",
     "ToolAccess",
     "ToolConfig",
+    "Webhook",
     "WriteTool",
     "load_config",
     "parse_config",
@@ -92,6 +98,7 @@ class GatewayConfig(Model):
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
     rate_limits: RateLimits = RateLimits()
+    approvals: ApprovalsSection = ApprovalsSection()
     backend: BackendSection
     lookups: dict[str, Lookup] = {}
     tools: dict[str, ToolConfig]
@@ -123,7 +130,35 @@ class GatewayConfig(Model):
                 extra = set(tool.result) - set(preview.summary)
                 if extra:
                     raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
+                self._check_url_mode(name, tool)
         return self
+
+    def _check_url_mode(self, name: str, tool: WriteTool) -> None:
+        for number, rule in enumerate(tool.approval):
+            if rule.notify is not None and rule.notify not in self.approvals.webhooks:
+                raise ValueError(f"tools.{name}.approval.{number}.notify: no webhook named {rule.notify!r}")
+        four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
+        if "url" not in tool.modes():
+            return
+        if not self.approvals.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
+            )
+        if four_eyes and self.auth.verifier == "none":
+            raise ValueError(
+                f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
+            )
+        if self.approvals.login == "oidc" and self.oidc_issuer() is None:
+            raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
+
+    def oidc_issuer(self) -> str | None:
+        """The identity provider approvers sign in at."""
+        oidc = self.approvals.oidc
+        if oidc is not None and oidc.issuer is not None:
+            return oidc.issuer
+        if self.auth.jwt is not None:
+            return self.auth.jwt.issuer
+        return self.auth.authorization_servers[0] if self.auth.authorization_servers else None
 
     def write_tools(self) -> list[str]:
         """The names of the destructive tools."""

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from gateway.config.approvals import ApprovalRule
 from gateway.config.sections import Model, RateLimit
 from gateway.records import Reply
 from gateway.templates import MISSING, at_path, names_in, render
@@ -213,9 +214,26 @@ class WriteTool(ToolAccess):
     version_from: str | None = None
     destructive: bool = True
     open_world: bool = False
-    confirm: Literal["boolean", "typed"] = "boolean"
+    confirm: Literal["boolean", "typed", "url"] = "boolean"
+    approvers: int = Field(1, ge=1, le=10)
+    four_eyes: bool = False
+    approval: list[ApprovalRule] = []
+    """Ordered rules choosing each plan's mode; none holding (or none given) leaves ``confirm``."""
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
+
+    @model_validator(mode="after")
+    def _approvers_need_the_page(self) -> WriteTool:
+        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
+            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
+        names = [rule.name for rule in self.approval]
+        if len(names) != len(set(names)):
+            raise ValueError("every approval rule needs its own name")
+        return self
+
+    def modes(self) -> set[str]:
+        """Every confirmation mode a plan of this tool can get (``boolean`` for a form)."""
+        return {self.confirm, *("boolean" if rule.mode == "form" else rule.mode for rule in self.approval)}
 
 
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool, Field(discriminator="kind")]

@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from gateway.config import GatewayConfig
+from gateway.errors import StoreUnavailable
 from gateway.http.auth import build_verifier
 from gateway.http.sessions import PerRequestSessionManager, stream_for_tools
 from gateway.runtime import Gateway
@@ -66,6 +67,8 @@ def build_app(gw: Gateway) -> Starlette:
         return JSONResponse(body, status_code=200 if backend and store else 503)
 
     async def metrics(request: Request) -> Response:
+        if config.approvals.configured:
+            await _count_pending_approvals(gw)
         return Response(gw.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @asynccontextmanager
@@ -74,10 +77,26 @@ def build_app(gw: Gateway) -> Starlette:
             yield
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+    if config.approvals.configured:
+        from gateway.approvals.page import approval_routes  # Jinja2 and the page only where approvals are on
+
+        routes += approval_routes(gw)
     if auth is not None:
         routes += _metadata_routes(config, auth)
     routes.append(Route("/mcp", endpoint))
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def _count_pending_approvals(gw: Gateway) -> None:
+    """The pending-approvals gauge, read from the store (so every replica reports the shared number)."""
+    from gateway.approvals.rules import State, state
+
+    now = gw.clock()
+    try:
+        approvals = await gw.store.open_approvals(now)
+    except StoreUnavailable:
+        return
+    gw.metrics.approvals_pending.set(sum(1 for approval in approvals if state(approval, now) is State.PENDING))
 
 
 async def _store_answers(gw: Gateway) -> bool:

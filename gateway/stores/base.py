@@ -6,14 +6,16 @@ every implementation.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.errors import StoreUnavailable
-from gateway.records import AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import Approval, AuditEntry, Claim, Decision, Expired, KeyRecord, Plan
 
-__all__ = ["Store", "StoreUnavailable", "claim_refusal"]
+__all__ = ["Store", "StoreUnavailable", "approval_from_json", "approval_json", "claim_refusal"]
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
@@ -72,4 +74,40 @@ class Store(Protocol):
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...
 
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        """Count one write (applied or outcome unknown) under each scope, for the last WRITE_WINDOWS."""
+        ...
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``."""
+        ...
+
+    async def put_approval(self, approval: Approval) -> Approval:
+        """Store an approval unless one is stored under its id; return the stored one (this or the earlier)."""
+        ...
+
+    async def get_approval(self, approval_id: str) -> Approval | None: ...
+
+    async def replace_approval(self, approval: Approval) -> bool:
+        """Store ``approval`` with ``rev + 1`` if the stored one is still at ``approval.rev``; else False."""
+        ...
+
+    async def open_approvals(self, now: float) -> list[Approval]:
+        """Every approval that has not expired, newest first (the approval page's list)."""
+        ...
+
     async def close(self) -> None: ...
+
+
+def approval_json(approval: Approval) -> str:
+    """An approval as stored."""
+    return json.dumps(dataclasses.asdict(approval), separators=(",", ":"))
+
+
+def approval_from_json(body: str) -> Approval:
+    """An approval read back (fields a newer version added are dropped, not fatal)."""
+    data = json.loads(body)
+    names = {field.name for field in dataclasses.fields(Approval)}
+    data = {name: value for name, value in data.items() if name in names}
+    data["decisions"] = tuple(Decision(**decision) for decision in data.get("decisions", ()))
+    return Approval(**data)

@@ -11,7 +11,7 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
@@ -33,6 +33,8 @@ class MemoryStore:
         )
         self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._audit: list[AuditEntry] = []
+        self._approvals: TLRUCache[str, tuple[Approval, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._writes: dict[str, list[float]] = {}
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
 
@@ -99,6 +101,42 @@ class MemoryStore:
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for entry in list(self._audit):
             yield entry
+
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        for scope in scopes:
+            kept = [at for at in self._writes.get(scope, []) if at > now - WRITE_WINDOWS["day"]]
+            self._writes[scope] = [*kept, now]
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        return {
+            scope: {
+                window: sum(1 for at in self._writes.get(scope, []) if now - seconds < at <= now)
+                for window, seconds in WRITE_WINDOWS.items()
+            }
+            for scope in scopes
+        }
+
+    async def put_approval(self, approval: Approval) -> Approval:
+        found = self._approvals.get(approval.approval_id)
+        if found is not None:
+            return found[0]
+        self._approvals[approval.approval_id] = (approval, approval.expires_at + TOMBSTONE_SECONDS)
+        return approval
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        found = self._approvals.get(approval_id)
+        return found[0] if found is not None else None
+
+    async def replace_approval(self, approval: Approval) -> bool:
+        found = self._approvals.get(approval.approval_id)
+        if found is None or found[0].rev != approval.rev:
+            return False
+        self._approvals[approval.approval_id] = (replace(approval, rev=approval.rev + 1), found[1])
+        return True
+
+    async def open_approvals(self, now: float) -> list[Approval]:
+        live = [approval for approval, _ in list(self._approvals.values()) if approval.expires_at > now]
+        return sorted(live, key=lambda approval: approval.requested_at, reverse=True)
 
     async def close(self) -> None:
         return None

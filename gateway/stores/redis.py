@@ -15,6 +15,9 @@ Keys, under ``prefix``::
     lock:<target>          string  "<fence>:<random>" of the holder  SET PX lease, renewed while held
     fence:<target>         integer                                   INCR on every acquire, never reset
     audit                  list    one AuditEntry JSON per decision  RPUSH
+    approval:<id>          hash    body, rev                         expires an hour after the plan would
+    approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
+    writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
@@ -76,8 +79,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import StoreUnavailable
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import StoreUnavailable, approval_from_json, approval_json
 from gateway.stores.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -173,6 +176,27 @@ end
 return 0
 """
 
+# KEYS: approval, index. ARGV: body, rev, expires_at, purge at (ms since the epoch). Returns the stored body.
+PUT_APPROVAL = """
+local body = redis.call('HGET', KEYS[1], 'body')
+if body then
+  return body
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'rev', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
+return ARGV[1]
+"""
+
+# KEYS: approval. ARGV: the rev it was read at, the new body. Returns 1 when replaced.
+REPLACE_APPROVAL = """
+if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1))
+return 1
+"""
+
 # KEYS: lock, fence. ARGV: this acquirer's random part, lease ms.
 ACQUIRE = """
 local holder = redis.call('GET', KEYS[1])
@@ -227,6 +251,8 @@ class RedisStore:
                 ("acquire", ACQUIRE),
                 ("renew", RENEW),
                 ("unlock", UNLOCK),
+                ("put_approval", PUT_APPROVAL),
+                ("replace_approval", REPLACE_APPROVAL),
             ]
         }
         self._local = KeyedLocks()
@@ -347,6 +373,54 @@ class RedisStore:
                 return
             start += AUDIT_PAGE
 
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        day = WRITE_WINDOWS["day"]
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for scope in scopes:
+                name = self._writes_key(scope)
+                pipe.zadd(name, {f"{now!r}:{secrets.token_hex(6)}": now})
+                pipe.zremrangebyscore(name, "-inf", repr(now - day))
+                pipe.expire(name, int(day) + 60)
+            await self._call(pipe.execute())
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for scope in scopes:
+                for seconds in WRITE_WINDOWS.values():
+                    pipe.zcount(self._writes_key(scope), f"({now - seconds!r}", repr(now))
+            found = await self._call(pipe.execute())
+        counts = iter(int(count) for count in found)
+        return {scope: {window: next(counts) for window in WRITE_WINDOWS} for scope in scopes}
+
+    async def put_approval(self, approval: Approval) -> Approval:
+        purge_ms = int((approval.expires_at + TOMBSTONE_SECONDS) * 1000)
+        args = [approval_json(approval), str(approval.rev), repr(approval.expires_at), str(purge_ms)]
+        stored = await self._script("put_approval", [self._approval_key(approval.approval_id), self._approvals], args)
+        return approval_from_json(cast(str, stored))
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        body = await self._call(self._redis.hget(self._approval_key(approval_id), "body"))
+        return approval_from_json(cast(str, body)) if body is not None else None
+
+    async def replace_approval(self, approval: Approval) -> bool:
+        changed = approval_json(dataclasses.replace(approval, rev=approval.rev + 1))
+        replaced = await self._script(
+            "replace_approval", [self._approval_key(approval.approval_id)], [str(approval.rev), changed]
+        )
+        return bool(replaced)
+
+    async def open_approvals(self, now: float) -> list[Approval]:
+        await self._call(self._redis.zremrangebyscore(self._approvals, "-inf", repr(now - TOMBSTONE_SECONDS)))
+        names = await self._call(self._redis.zrangebyscore(self._approvals, f"({now!r}", "+inf"))
+        if not names:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hget(cast(str, name), "body")
+            bodies = await self._call(pipe.execute())
+        found = [approval_from_json(cast(str, body)) for body in bodies if body is not None]
+        return sorted(found, key=lambda approval: approval.requested_at, reverse=True)
+
     async def close(self) -> None:
         await self._redis.aclose()
 
@@ -422,6 +496,16 @@ class RedisStore:
     def _record_key(self, caller: str, key: str) -> str:
         # The caller is quoted so that a ':' in it cannot make two (caller, key) pairs share a name.
         return self.prefix + "key:" + quote(caller, safe="") + ":" + key
+
+    def _writes_key(self, scope: str) -> str:
+        return self.prefix + "writes:" + quote(scope, safe="")
+
+    def _approval_key(self, approval_id: str) -> str:
+        return self.prefix + "approval:" + approval_id
+
+    @property
+    def _approvals(self) -> str:
+        return self.prefix + "approvals"
 
     def _lock_key(self, target: str) -> str:
         return self.prefix + "lock:" + quote(target, safe="")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gateway.audit.chain import sealed
-from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import claim_refusal
+from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.stores.base import approval_from_json, approval_json, claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 
@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS idempotency (
 CREATE INDEX IF NOT EXISTS idempotency_purge ON idempotency (purge_at);
 CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, purge_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approvals (
+    approval_id TEXT PRIMARY KEY, body TEXT NOT NULL, rev INTEGER NOT NULL, expires_at REAL NOT NULL,
+    requested_at REAL NOT NULL, purge_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS approvals_expiry ON approvals (expires_at);
+CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS writes_scope ON writes (scope, at);
 """
 ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT")}
 """Columns added after the first release: a file made before them gets them at open."""
@@ -170,6 +176,61 @@ class SqliteStore:
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for (body,) in self._db.execute("SELECT entry FROM audit ORDER BY id").fetchall():
             yield AuditEntry(**json.loads(body))
+
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM writes WHERE at <= ?", (now - WRITE_WINDOWS["day"],))
+            self._db.executemany("INSERT INTO writes (scope, at) VALUES (?, ?)", [(scope, now) for scope in scopes])
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        counts = {scope: dict.fromkeys(WRITE_WINDOWS, 0) for scope in scopes}
+        for window, seconds in WRITE_WINDOWS.items():
+            marks = ",".join("?" * len(scopes))
+            rows = self._db.execute(
+                f"SELECT scope, COUNT(*) FROM writes WHERE scope IN ({marks}) AND at > ? AND at <= ? GROUP BY scope",
+                (*scopes, now - seconds, now),
+            ).fetchall()
+            for scope, count in rows:
+                counts[scope][window] = count
+        return counts
+
+    async def put_approval(self, approval: Approval) -> Approval:
+        with self._db:
+            self._db.execute("DELETE FROM approvals WHERE purge_at < ?", (approval.requested_at,))
+            self._db.execute(
+                "INSERT OR IGNORE INTO approvals (approval_id, body, rev, expires_at, requested_at, purge_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    approval.approval_id,
+                    approval_json(approval),
+                    approval.rev,
+                    approval.expires_at,
+                    approval.requested_at,
+                    approval.expires_at + TOMBSTONE_SECONDS,
+                ),
+            )
+        stored = await self.get_approval(approval.approval_id)
+        assert stored is not None
+        return stored
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        row = self._db.execute("SELECT body FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+        return approval_from_json(row[0]) if row is not None else None
+
+    async def replace_approval(self, approval: Approval) -> bool:
+        changed = replace(approval, rev=approval.rev + 1)
+        with self._db:
+            cursor = self._db.execute(
+                "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
+                (approval_json(changed), changed.rev, approval.approval_id, approval.rev),
+            )
+        return cursor.rowcount == 1
+
+    async def open_approvals(self, now: float) -> list[Approval]:
+        rows = self._db.execute(
+            "SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)
+        ).fetchall()
+        return [approval_from_json(body) for (body,) in rows]
 
     async def close(self) -> None:
         self._db.close()

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from prometheus_client import Histogram
 
-from gateway.records import AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import Store
 
 T = TypeVar("T")
@@ -67,6 +67,24 @@ class TimedStore:
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]:
         return self.inner.audit_entries()
+
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        await self._timed("count_write", self.inner.count_write(scopes, now))
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        return await self._timed("recent_writes", self.inner.recent_writes(scopes, now))
+
+    async def put_approval(self, approval: Approval) -> Approval:
+        return await self._timed("put_approval", self.inner.put_approval(approval))
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        return await self._timed("get_approval", self.inner.get_approval(approval_id))
+
+    async def replace_approval(self, approval: Approval) -> bool:
+        return await self._timed("replace_approval", self.inner.replace_approval(approval))
+
+    async def open_approvals(self, now: float) -> list[Approval]:
+        return await self._timed("open_approvals", self.inner.open_approvals(now))
 
     async def close(self) -> None:
         await self.inner.close()

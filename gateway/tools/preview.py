@@ -4,56 +4,77 @@ The plan (gateway.records.Plan) is bound to the caller and the write tool, holds
 numbers the confirmation will state, and expires. Nothing changes in the backend.
 
 Every value the plan takes from the backend is checked where it enters: the target's id as the backend spells
-it (which the plan, protection, the lock and the audit use from here on, whatever spelling the caller sent), its
-version, and the summary numbers (read afresh, lookups included), each against the schema the tool publishes
-for it. A value that does not fit gives backend_error and no plan.
+it (which the plan, protection, the approval rules, the lock and the audit use from here on, whatever spelling
+the caller sent), its version, and the summary numbers (read afresh, lookups included), each against the schema
+the tool publishes for it. A value that does not fit gives backend_error and no plan.
 """
 
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
 from typing import Any
 
+from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
+from gateway.backend.reads import TargetReader
 from gateway.catalog import PublishedTool
-from gateway.config import PreviewTool
+from gateway.config import GatewayConfig, PreviewTool, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.identity import caller_facts
 from gateway.records import Plan
 from gateway.runtime import Gateway
 from gateway.templates import MISSING
+from gateway.text import rfc3339
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
     """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
-    target, target_input = config.target, config.target_input
-    requested = args[target_input]
-    state = await gw.reader.get(target, requested)
-    target_id = target.id_in(state)
-    if target.is_protected(requested, state) or (target_id is not MISSING and target.is_protected(target_id, state)):
-        raise ToolError(Code.TENANT_PROTECTED, f"{requested} is protected; the gateway will not plan a change to it.")
-    tables = await gw.reader.fresh_lookups(config.lookups_used, gw.config.lookups)
-    summary = config.summary_of(args, state, tables)
-    version = target.version_in(state)
-    _require_fitting((await gw.catalog())[name], {target_input: target_id, **summary, "version": version})
+    state, summary = await effect(gw.reader, gw.config, config, args)
+    target_id, version = config.target.id_in(state), config.target.version_in(state)
+    _require_fitting((await gw.catalog())[name], {config.target_input: target_id, **summary, "version": version})
+    arguments = {**args, config.target_input: target_id}
+    write_name = gw.config.write_tool_for(name)
+    choice = await _confirmation(gw, write_name, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
         caller=caller,
-        tool=gw.config.write_tool_for(name),
+        tool=write_name,
         target=target_id,
         version=version,
-        arguments={**args, target_input: target_id},
+        arguments=arguments,
         summary=summary,
         expires_at=now + config.plan_ttl_seconds,
+        approval=choice.record(),
     )
     await gw.store.put_plan(plan, now)
+    gw.metrics.plans.labels(write_name, public_mode(choice.mode), choice.rule or "(tool)").inc()
     return {
         "planId": plan.plan_id,
         **plan.arguments,
         **summary,
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
+        "approval": {"mode": public_mode(choice.mode), "rule": choice.rule},
     }
+
+
+async def effect(
+    reader: TargetReader, gateway: GatewayConfig, config: PreviewTool, args: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The target as it reads now and the numbers the plan will state (lookups read afresh); refuses a protected
+    target, by the id as asked and as the backend spells it."""
+    target = config.target
+    requested = args[config.target_input]
+    state = await reader.get(target, requested)
+    target_id = target.id_in(state)
+    if target.is_protected(requested, state) or (target_id is not MISSING and target.is_protected(target_id, state)):
+        raise ToolError(Code.TENANT_PROTECTED, f"{requested} is protected; the gateway will not plan a change to it.")
+    tables = await reader.fresh_lookups(config.lookups_used, gateway.lookups)
+    summary = config.summary_of(args, state, tables)
+    for field_name, value in summary.items():
+        if value is MISSING:
+            raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field_name}. Nothing was changed.")
+    return state, summary
 
 
 def _require_fitting(published: PublishedTool, values: dict[str, Any]) -> None:
@@ -67,6 +88,23 @@ def _require_fitting(published: PublishedTool, values: dict[str, Any]) -> None:
             )
 
 
-def rfc3339(timestamp: float) -> str:
-    """UTC time as ``2026-12-02T18:30:00Z``."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+async def _confirmation(
+    gw: Gateway, write_name: str, target_id: str, state: dict[str, Any], summary: dict[str, Any], args: dict[str, Any]
+) -> Choice:
+    """The confirmation the plan will need, by the write tool's approval rules; ``denied`` refuses here."""
+    write = gw.config.tools[write_name]
+    assert isinstance(write, WriteTool)
+    caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
+    writes: dict[str, dict[str, int]] = {}
+    if counts_writes(write):
+        scopes = scopes_for(caller["id"], write_name)
+        counted = await gw.store.recent_writes(list(scopes.values()), gw.clock())
+        writes = {name: counted[scope] for name, scope in scopes.items()}
+    choice, _ = choose(write, facts(caller, write_name, target_id, state, summary, args, writes))
+    if choice.mode == "deny":
+        raise ToolError(
+            Code.DENIED,
+            f"The approval rule {choice.rule!r} denies this write. Nothing was changed; do not retry it.",
+            details={"rule": choice.rule},
+        )
+    return choice

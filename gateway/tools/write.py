@@ -22,15 +22,18 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals.policy import Choice, from_plan, public_mode, scopes_for
+from gateway.approvals.rules import approved_by
 from gateway.audit import trail
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.records import AuditEntry, KeyRecord, Plan, Reply
+from gateway.identity import current_person
+from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
-from gateway.templates import MISSING, render
-from gateway.tools import confirm
+from gateway.templates import MISSING
+from gateway.tools import approval, confirm
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
@@ -43,6 +46,7 @@ from gateway.tools.write_rules import (
     needs_reread,
     next_key_state,
     outcome_unknown_body,
+    question_text,
     require_form,
     require_unchanged,
     require_yes,
@@ -161,23 +165,34 @@ async def _decide(
         raise ToolError(**outcome_unknown_body(await call.current(record.target)))
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
     call.note(target=plan.target, version_before=plan.version)
-    require_form(ctx.session.client_capabilities)
-    await call.require_unchanged(plan)
-    question = confirm.Question(
-        message=str(render(call.preview.message, template_names(plan, call.preview.target.noun))),
-        schema=confirmation_schema(call.config.confirm, plan),
-        caller=call.caller,
-        plan_id=plan_id,
-        key=key,
-        timeout=call.config.prompt_timeout_seconds,
-    )
-    answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
-    if isinstance(answer, types.InputRequiredResult):
-        return answer
-    call.note(confirmation=answer.action if answer is not None else "timeout")
-    if uses_up_plan(answer):
-        await gw.store.consume_plan(plan_id)
-    require_yes(answer, call.config.confirm, plan, preview_name)
+    message = question_text(call.preview.message, plan, call.preview.target.noun)
+    choice = from_plan(plan.approval, call.config)
+    decided_by = {"mode": public_mode(choice.mode), **({"rule": choice.rule} if choice.rule else {})}
+    if choice.mode == "url":
+        await call.require_unchanged(plan)
+        request = _approval_request(call, plan, key, message, choice)
+        approved = await approval.approve(ctx, params, request, gw.store, gw.clock)
+        if isinstance(approved, types.InputRequiredResult):
+            return approved
+        call.note(confirmation="approved", extra={**decided_by, "approvers": approved_by(approved)})
+    else:
+        require_form(ctx.session.client_capabilities)
+        await call.require_unchanged(plan)
+        question = confirm.Question(
+            message=message,
+            schema=confirmation_schema(choice.mode, plan),
+            caller=call.caller,
+            plan_id=plan_id,
+            key=key,
+            timeout=call.config.prompt_timeout_seconds,
+        )
+        answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
+        if isinstance(answer, types.InputRequiredResult):
+            return answer
+        call.note(confirmation=answer.action if answer is not None else "timeout", extra=decided_by)
+        if uses_up_plan(answer):
+            await gw.store.consume_plan(plan_id)
+        require_yes(answer, choice.mode, plan, preview_name)
     record = KeyRecord(
         call.caller,
         key,
@@ -188,6 +203,30 @@ async def _decide(
         version_before=plan.version,
     )
     return await _write(call, plan, record)
+
+
+def _approval_request(call: WriteCall, plan: Plan, key: str, message: str, choice: Choice) -> approval.Request:
+    """What a url-mode write asks the approval page for."""
+    return approval.Request(
+        plan=plan,
+        caller_person=current_person(),
+        key=key,
+        message=message,
+        page_url=call.gw.approvals_url,
+        approvers=choice.approvers,
+        four_eyes=choice.four_eyes,
+        rule=choice.rule,
+        announce=_announcer(call, choice),
+        timeout=call.config.prompt_timeout_seconds,
+    )
+
+
+def _announcer(call: WriteCall, choice: Choice) -> Callable[[Approval, str], None] | None:
+    """Where a new approval is announced: the rule's webhook, if it names one."""
+    notifier, webhook = call.gw.notifier, choice.notify
+    if notifier is None or webhook is None:
+        return None
+    return lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)
 
 
 async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
@@ -201,6 +240,8 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             crash_point("after-claim")
             settlement = await _send(call, plan, record)
             await _record(call, record, settlement)
+            if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
+                await _count(call)
     error = settlement.error()
     if error is not None:
         raise error
@@ -271,6 +312,15 @@ async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) ->
     next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
     settled = replace(record, state=settlement.state, result=settlement.result)
     await call.gw.unsettled.put(call.gw.store, call.decided(outcome, None if error is None else error.code), settled)
+
+
+async def _count(call: WriteCall) -> None:
+    """Count a write that may have happened, for the approval rules' blast-radius budgets."""
+    scopes = list(scopes_for(call.caller, call.name).values())
+    try:
+        await call.gw.store.count_write(scopes, call.gw.clock())
+    except Exception as exc:  # the write is recorded already: a failing count must not turn it into an error
+        log.error("write of key %s not counted for budgets (%s)", call.entry.idempotency_key, type(exc).__name__)
 
 
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:

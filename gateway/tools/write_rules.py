@@ -14,8 +14,9 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
     5     the client can be asked (form)          confirmation_unavailable         require_form
     6     the target has not moved on: its id,    tenant_not_found, tenant_protected, plan_stale
           version and every planned number        (lookups read afresh)            require_unchanged
-    7     the user said yes; a decline or cancel  not_confirmed                    require_yes,
-          uses the plan up (the key stays free)                                    uses_up_plan
+    7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes,
+          approvers did on the page (url); a form                                  uses_up_plan,
+          declined or cancelled uses the plan up (the key stays free)              tools/approval.py
     8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
     9     the backend's answer becomes the outcome (applied, unknown,             settle
           error), reporting only values that fit the output schema
@@ -23,7 +24,7 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
 The idempotency record is a small state machine (KEY_TRANSITIONS): a key is claimed before the backend is
 called, and it ends applied, unknown or error; only a claim whose call was never sent is released.
 
-This module imports records, config and errors only (tests/unit/test_layout.py holds it to that).
+This module imports records, config, errors and text helpers only (tests/unit/test_layout.py holds it to that).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 from gateway.config import WriteTool
 from gateway.errors import Code, ToolError
 from gateway.records import Expired, KeyRecord, KeyState, Plan, Reply
-from gateway.templates import MISSING, at_path
+from gateway.templates import MISSING, at_path, render
+from gateway.text import escaped
 
 if TYPE_CHECKING:  # for annotations only: the decisions never load the SDK
     from mcp_types import ClientCapabilities, ElicitResult
@@ -140,6 +142,15 @@ def require_unchanged(plan: Plan, seen: Seen, preview: str) -> None:
             f"{plan.target} changed since the preview ({name} {planned} -> {shown}). Call {preview} again.",
             next_tool=preview,
         )
+
+
+def question_text(template: str, plan: Plan, noun: str) -> str:
+    """The confirmation question: the config's template with the plan's values filled in. Every string value
+    (from the caller or the backend) is escaped, so no control, bidi or format character reaches a person."""
+    names = {
+        name: escaped(value) if isinstance(value, str) else value for name, value in template_names(plan, noun).items()
+    }
+    return str(render(template, names))
 
 
 def template_names(plan: Plan, noun: str) -> dict[str, Any]:

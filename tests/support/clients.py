@@ -117,5 +117,5 @@ async def preview(client: Client, profile: Profile, target: str | None = None, v
 
 def applied_body(plan: dict[str, Any], version: int, replayed: bool = False) -> dict[str, Any]:
     """What a write reports for a plan: the plan's fields, the version after, and whether it replayed."""
-    body = {name: value for name, value in plan.items() if name != "expiresAt"}
+    body = {name: value for name, value in plan.items() if name not in ("expiresAt", "approval")}
     return {**body, "version": version, "replayed": replayed}

@@ -10,6 +10,8 @@ from gateway.config import GatewayConfig, load_config, parse_config, to_toml
 from tests.support.processes import backend_args
 from tests.support.profiles import Profile
 
+UNLIMITED = {"per_second": 1e9, "burst": 1_000_000_000}
+
 
 def config_data(
     profile: Profile,
@@ -21,11 +23,11 @@ def config_data(
     backend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The profile's config file as data, over a stdio backend on ``db`` (or ``backend``'s overrides, e.g. an
-    HTTP URL), with state under ``state_dir`` and no per-caller rate limit (one test caller is far faster than a
-    person)."""
+    HTTP URL), with state under ``state_dir`` and no practical per-caller rate limit (one test or load caller is
+    far faster than a person; TOML has no null, so the bucket is made too big to empty rather than left out)."""
     data = load_config(profile.config).model_dump(by_alias=True, exclude_none=True)
     data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
-    data["rate_limits"] = {"per_caller": None}
+    data["rate_limits"] = {"per_caller": UNLIMITED}
     command, *args = backend_args(profile, db, *extra_backend_args)
     stdio = {"transport": "stdio", "command": command, "args": args, "call_timeout_seconds": 20}
     merged = {**data["backend"], **stdio, **(backend or {})}

@@ -85,7 +85,7 @@ def test_a_wrong_version_field_is_named(profile: Profile, tmp_path: Path) -> Non
     [
         (
             lambda d, p: d["tools"][p.write_tool].update(confirm="maybe"),
-            "confirm: Input should be 'boolean' or 'typed'",
+            "confirm: Input should be 'boolean', 'typed' or 'url'",
         ),
         (lambda d, p: d["tools"][p.write_tool]["call"]["payload"].update(extra="{nope}"), "uses {nope}; available:"),
         (lambda d, p: d["tools"][p.list_tool].update(colour="red"), "colour: unknown key"),

@@ -70,7 +70,7 @@ async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path,
         for e in entries
         if e["idempotency_key"] == args["idempotencyKey"]
     ]
-    applied: tuple[Any, ...] = ("applied", None, profile.write_tool, version, {})
+    applied: tuple[Any, ...] = ("applied", None, profile.write_tool, version, {"mode": "form"})
     if point == "before-claim":
         assert mine == [applied, ("replayed", None, profile.write_tool, None, {})]
     else:

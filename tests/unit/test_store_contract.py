@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gateway.approvals.rules import decide, new_approval
 from gateway.audit.chain import verify
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan
 from gateway.stores import Store, open_store
@@ -184,6 +185,35 @@ class StoreContract:
         with anyio.fail_after(10):
             async with store.lock("tn_a"), store.lock("tn_b"):
                 pass
+
+    async def test_an_approval_is_stored_once_and_read_back_whole(self, store: Store) -> None:
+        first = new_approval(make_plan(), "alice", "Delete 812 rows?", time.time(), needed=2, four_eyes=True)
+        assert await store.put_approval(first) == first
+        later = replace(first, message="another question")
+        assert await store.put_approval(later) == first  # the first one stays
+        assert await store.get_approval(first.approval_id) == first
+        assert await store.get_approval("ap_nothing") is None
+
+    async def test_an_approval_is_replaced_only_over_the_revision_it_was_read_at(self, store: Store) -> None:
+        stored = await store.put_approval(new_approval(make_plan(), None, "?", time.time(), needed=2, four_eyes=False))
+        bob = decide(stored, "bob", "Bob", "approve", time.time())
+        carol = decide(stored, "carol", "Carol", "approve", time.time())
+        assert await store.replace_approval(bob)
+        assert not await store.replace_approval(carol)  # read at the same revision: refused, not lost
+        now_stored = await store.get_approval(stored.approval_id)
+        assert now_stored is not None and now_stored.rev == 1 and now_stored.decisions == bob.decisions
+        assert await store.replace_approval(decide(now_stored, "carol", "Carol", "approve", time.time()))
+        final = await store.get_approval(stored.approval_id)
+        assert final is not None and [d.name for d in final.decisions] == ["Bob", "Carol"] and final.rev == 2
+
+    async def test_open_approvals_are_the_unexpired_ones_newest_first(self, store: Store) -> None:
+        now = time.time()
+        older = new_approval(make_plan("pl_older"), None, "?", now - 10, needed=1, four_eyes=False)
+        newer = new_approval(make_plan("pl_newer"), None, "?", now, needed=1, four_eyes=False)
+        gone = new_approval(make_plan("pl_gone", expires_at=now - 1), None, "?", now - 700, needed=1, four_eyes=False)
+        for approval in (older, newer, gone):
+            await store.put_approval(approval)
+        assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
 
 
 class TestMemoryAndSqliteStores(StoreContract):

@@ -1,0 +1,115 @@
+"""Approvals in the config: the ``[approvals]`` section (how approvers reach the page and sign in, and the webhooks
+that tell them), and a write tool's ordered ``[[tools.NAME.approval]]`` rules (which mode a plan gets)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from gateway.config.sections import Model
+
+RULE_VARIABLES: dict[str, Any] = {
+    "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},
+    "tool": "",
+    "target": {"id": ""},
+    "summary": {},
+    "arguments": {},
+    "writes": {scope: {"minute": 0, "hour": 0, "day": 0} for scope in ("caller", "tool", "caller_tool", "all")},
+}
+"""What a rule's condition can read (values here are placeholders for checking a condition names no other)."""
+
+
+def compile_condition(expression: str) -> Any:
+    """A compiled CEL condition; ValueError with the parser's message (line, column, caret), or naming a variable
+    a condition cannot read."""
+    import cel  # common-expression-language: chosen by bench/cel.py (docs/configuration.md says why)
+
+    try:
+        program = cel.compile(expression)
+    except ValueError as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
+    try:
+        program.execute(RULE_VARIABLES)
+    except RuntimeError as exc:  # an undefined variable or function; a missing *field* is only known per plan
+        raise ValueError(" ".join(str(exc).split())) from None
+    except (KeyError, TypeError, ValueError):
+        pass
+    return program
+
+
+class ApprovalRule(Model):
+    """One rule: when its condition holds for a plan, the plan gets this mode (the first such rule decides)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern="^[A-Za-z0-9_.-]+$")
+    when: str = Field(min_length=1)
+    mode: Literal["form", "typed", "url", "deny"]
+    approvers: int = Field(1, ge=1, le=10)
+    four_eyes: bool = False
+    notify: str | None = None
+    """A webhook of [approvals.webhooks] told about every approval this rule asks for (url mode)."""
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, expression: str) -> str:
+        compile_condition(expression)
+        return expression
+
+    @model_validator(mode="after")
+    def _approvers_need_the_page(self) -> ApprovalRule:
+        if self.mode != "url" and (self.approvers != 1 or self.four_eyes or self.notify):
+            raise ValueError("approvers, four_eyes and notify need mode = 'url'")
+        return self
+
+
+class Webhook(Model):
+    """Where approvers hear about a write that waits for them: a JSON POST, HMAC-signed."""
+
+    url: str = Field(pattern="^https?://")
+    secret_env: str | None = None
+    """The environment variable holding the signing secret (the X-Gateway-Signature header); unset: unsigned."""
+    format: Literal["json", "slack"] = "json"
+
+
+class ApproverToken(Model):
+    """An approver known by the SHA-256 (hex) of their token; the token itself is never stored."""
+
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    subject: str = Field(min_length=1)
+    """Who this person is: for four eyes, compared with the subject of the caller's own (static) token."""
+    name: str | None = None
+    """How the page and the audit show them (default: the subject)."""
+
+
+class OidcLogin(Model):
+    """Sign approvers in at an OpenID provider: authorization code + PKCE, the page as the client."""
+
+    issuer: str | None = None
+    """Default: [auth.jwt] issuer, else the first of auth.authorization_servers."""
+    client_id: str = Field(min_length=1)
+    client_secret_env: str | None = None
+    """For a confidential client: the environment variable holding its secret (PKCE is used either way)."""
+    scopes: list[str] = ["openid", "profile", "email"]
+
+
+class ApprovalsSection(Model):
+    public_url: str | None = None
+    """The gateway's base URL as approvers' browsers reach it (the links sent to clients start here)."""
+    login: Literal["tokens", "oidc"] = "tokens"
+    tokens: list[ApproverToken] = []
+    oidc: OidcLogin | None = None
+    session_seconds: int = Field(3600, ge=60)
+    webhooks: dict[str, Webhook] = {}
+
+    @model_validator(mode="after")
+    def _login_is_configured(self) -> ApprovalsSection:
+        if self.public_url is not None and not self.public_url.startswith(("http://", "https://")):
+            raise ValueError("approvals.public_url must be an http:// or https:// URL")
+        if self.login == "oidc" and self.oidc is None:
+            raise ValueError("approvals.login 'oidc' needs an [approvals.oidc] table")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        """Whether approvers can sign in at all."""
+        return bool(self.tokens) if self.login == "tokens" else self.oidc is not None

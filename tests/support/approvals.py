@@ -1,0 +1,64 @@
+"""Approvers for tests: url-mode config, and a person using the approval page over HTTP (no browser).
+
+The page is plain HTML forms; ``PageUser`` reads them the way a browser submits them (the session cookie, the
+CSRF token from the form, the Origin header a browser sends). The browser tests drive the same page in Chromium.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import httpx
+
+TOKENS = {"bob": "approver-token-bob-0123456789", "carol": "approver-token-carol-0123456789"}
+
+
+def url_mode(profile_write_tool: str, *, approvers: int = 1, four_eyes: bool = False, timeout: float = 30) -> Any:
+    """A ``tools`` change that puts a write tool into url mode."""
+
+    def change(tools: dict[str, Any]) -> None:
+        tools[profile_write_tool].update(
+            confirm="url", approvers=approvers, four_eyes=four_eyes, prompt_timeout_seconds=timeout
+        )
+
+    return change
+
+
+def approvals_section(public_url: str) -> dict[str, Any]:
+    """An [approvals] table with approver tokens for bob and carol."""
+    tokens = [
+        {"sha256": hashlib.sha256(token.encode()).hexdigest(), "subject": person, "name": person.title()}
+        for person, token in TOKENS.items()
+    ]
+    return {"public_url": public_url, "login": "tokens", "tokens": tokens}
+
+
+class PageUser:
+    """One person with one browser session on the approval page."""
+
+    def __init__(self, http: httpx.AsyncClient, origin: str) -> None:
+        self.http = http
+        self.origin = origin
+
+    async def sign_in(self, person: str) -> httpx.Response:
+        """Sign in with the person's approver token."""
+        form = await self.http.get("/approvals/login", params={"next": "/approvals"})
+        return await self.post("/approvals/login", {"csrf": csrf_of(form.text), "token": TOKENS[person]})
+
+    async def decide(self, approval_id: str, verdict: str) -> httpx.Response:
+        """Open the approval and press Approve or Reject."""
+        page = await self.http.get(f"/approvals/{approval_id}")
+        return await self.post(f"/approvals/{approval_id}", {"csrf": csrf_of(page.text), "decision": verdict})
+
+    async def post(self, path: str, data: dict[str, str]) -> httpx.Response:
+        """A form POST as a browser sends it from this page."""
+        return await self.http.post(path, data=data, headers={"Origin": self.origin})
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token in a page's form."""
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found is not None, html[:400]
+    return found.group(1)

@@ -1,0 +1,52 @@
+// A real OpenID provider for the approval tests: npm `oidc-provider` (OpenID Certified), started by
+// tests/support/oidc.py. It issues JWT access tokens for the gateway's resource (the agent's bearer token) and
+// signs in approvers with the authorization-code flow + PKCE (the gateway's approval page is a public client).
+// Any login name is accepted (dev interactions): the name becomes the account's `sub`.
+//   node oidc_provider.mjs PORT RESOURCE_URL APPROVALS_REDIRECT_URI[,URI...]
+import Provider from 'oidc-provider';
+import { generateKeyPairSync } from 'node:crypto';
+
+const [port, resource, approvalsRedirect] = process.argv.slice(2);
+const issuer = `http://127.0.0.1:${port}`;
+const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+const scopes = 'tenants:read tenants:reset';
+
+const provider = new Provider(issuer, {
+  clients: [
+    {
+      client_id: 'gateway-approvals',
+      token_endpoint_auth_method: 'none',
+      redirect_uris: approvalsRedirect.split(','),
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    },
+    {
+      client_id: 'agent-app',
+      token_endpoint_auth_method: 'none',
+      redirect_uris: ['http://127.0.0.1/agent-callback'],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+    },
+  ],
+  jwks: { keys: [{ ...key, kid: 'k1', alg: 'RS256', use: 'sig' }] },
+  cookies: { keys: ['test-cookie-key'] },
+  pkce: { required: () => true },
+  scopes: ['openid', 'email', 'profile', ...scopes.split(' ')],
+  claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
+  findAccount: async (_, sub) => ({
+    accountId: sub,
+    claims: async () => ({ sub, email: `${sub}@example.test`, name: sub.charAt(0).toUpperCase() + sub.slice(1) }),
+  }),
+  features: {
+    devInteractions: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: (ctx, client) => (client.clientId === 'agent-app' ? resource : undefined),
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({ scope: scopes, audience: resource, accessTokenFormat: 'jwt' }),
+    },
+  },
+  ttl: { AccessToken: 3600, IdToken: 3600, Session: 3600, Grant: 3600, Interaction: 600 },
+});
+provider.proxy = false;
+provider.listen(Number(port), '127.0.0.1', () => console.log(`oidc-provider ready at ${issuer}`));

@@ -1,0 +1,247 @@
+"""The approval page end to end: real `serve` replicas on Redis, a real OpenID provider (npm ``oidc-provider``) that
+issues the agent's token and signs approvers in, a real SDK client as the agent in both eras, and Debian's
+Chromium as the approver's browser.
+
+The agent is ``alice`` (her JWT access token from the provider); approvers sign in on the provider's own login page
+through the gateway's authorization-code + PKCE login. ``reset_tenant`` needs one approval and four eyes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.approvals.rules import approval_id_for
+from gateway.stores import open_store
+from tests.support import browser, oidc
+from tests.support.clients import error_body, error_code, new_key, preview
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import free_port, http_backend, serve
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
+QUICK_TTL = 4
+
+
+def _missing() -> str | None:
+    if not browser.available():
+        return browser.MISSING
+    if not oidc.available():
+        return oidc.MISSING
+    if shutil.which("redis-server") is None:
+        return "redis-server is missing (.ci/setup-redis.sh)"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tools_installed() -> None:
+    missing = _missing()
+    if missing is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the approval page tests must run in CI: {missing}")
+        pytest.skip(missing)
+
+
+@dataclass
+class Site:
+    """Two gateway replicas on one Redis and one backend, the identity provider, and a browser."""
+
+    urls: list[str]
+    resource: str
+    provider: oidc.Provider
+    db: Path
+    store: str
+    browser: Any
+
+    def page(self, replica: int, approval_id: str) -> str:
+        return f"{self.urls[replica]}/approvals/{approval_id}"
+
+
+def _tools(tools: dict[str, Any]) -> None:
+    tools["reset_tenant"].update(confirm="url", four_eyes=True, prompt_timeout_seconds=60)
+    tools["preview_quick_reset"] = {**tools["preview_tenant_reset"], "plan_ttl_seconds": QUICK_TTL}
+    tools["quick_reset"] = {**tools["reset_tenant"], "preview": "preview_quick_reset"}
+
+
+@pytest.fixture(scope="module")
+async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> AsyncIterator[Site]:
+    tmp = tmp_path_factory.mktemp("approval-page")
+    ports, backend_port = [free_port(), free_port()], free_port()
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    resource = f"{urls[0]}/mcp"  # the address behind the load balancer: the one audience of every replica
+    db = tmp / "backend.db"
+    async with (
+        oidc.oidc_provider(resource, *(f"{url}/approvals/callback" for url in urls)) as provider,
+        http_backend(TENANTS, db, backend_port, *TENANTS.seed_demo),
+        browser.chromium() as chromium,
+    ):
+        configs = []
+        for number, url in enumerate(urls):
+            backend = {"transport": "http", "url": f"http://127.0.0.1:{backend_port}/mcp"}
+            data = config_data(TENANTS, db, store=redis_server, state_dir=tmp / "state", backend=backend, tools=_tools)
+            data["auth"] = {
+                "verifier": "jwt",
+                "resource_url": resource,
+                "jwt": {"issuer": provider.issuer, "jwks_url": provider.jwks_url},
+            }
+            data["approvals"] = {"public_url": url, "login": "oidc", "oidc": {"client_id": "gateway-approvals"}}
+            configs.append(write_toml(data, tmp / f"gateway{number}.toml"))
+        env = {**os.environ, "GATEWAY_SECRET_KEY": "approval-page-tests-shared-secret-key-0123456789"}
+        async with serve(configs[0], ports[0], env=env), serve(configs[1], ports[1], env=env):
+            yield Site(urls, resource, provider, db, redis_server, chromium)
+
+
+async def agent(site: Site, era: str, replica: int = 0, answers: Any = None) -> Client:
+    """alice's agent: her access token, one protocol era, and (with ``answers``) url elicitation declared."""
+    token = await oidc.access_token(site.provider, site.resource, "alice")
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=90)
+    mode = "legacy" if era == "2025-11-25" else "auto"
+    return Client(
+        streamable_http_client(f"{site.urls[replica]}/mcp", http_client=http), mode=mode, elicitation_callback=answers
+    )
+
+
+async def signed_in(site: Site, url: str, person: str) -> Any:
+    """A browser tab on ``url``, signed in as ``person`` at the identity provider on the way."""
+    page = await (await site.browser.new_context()).new_page()
+    await page.goto(url)
+    await browser.sign_in_at_provider(page, person)
+    await page.wait_for_url(url + "*")
+    return page
+
+
+def opens_the_link(site: Site, decide: Callable[[str], Awaitable[None]]) -> Any:
+    """The user's side of a url elicitation: open the link (``decide`` acts on the page), then say it is done."""
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        await decide(params.url)
+        return types.ElicitResult(action="accept")
+
+    return answer
+
+
+async def decisions(site: Site, plan_id: str) -> list[tuple[str, str]]:
+    store = open_store(site.store)
+    try:
+        approval = await store.get_approval(approval_id_for(plan_id))
+    finally:
+        await store.close()
+    return [] if approval is None else [(decision.name, decision.verdict) for decision in approval.decisions]
+
+
+async def test_an_approver_signs_in_approves_and_the_write_applies_once(site: Site, era: str, tmp_path: Path) -> None:
+    async def bob_approves(url: str) -> None:
+        page = await signed_in(site, url, "bob")
+        shot = tmp_path / "approval-page.png"
+        await page.screenshot(path=str(shot), full_page=True)
+        if os.environ.get("GATEWAY_SCREENSHOTS"):
+            shutil.copy(shot, Path(os.environ["GATEWAY_SCREENSHOTS"]) / "approval-page.png")
+        await page.click("button.approve")
+        await page.wait_for_load_state()
+        assert "approved" in await page.inner_text("dd.state")
+
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, era, answers=opens_the_link(site, bob_approves)) as client:
+        plan = await preview(client, TENANTS)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        result = await client.call_tool("reset_tenant", args)
+        again = await client.call_tool("reset_tenant", args)
+    assert not result.is_error, result.content
+    assert again.structured_content == {**(result.structured_content or {}), "replayed": True}
+    assert TENANTS.write_count(site.db) == before + 1
+    assert await decisions(site, plan["planId"]) == [("bob", "approve")]
+    store = open_store(site.store)
+    try:
+        applied = [e async for e in store.audit_entries() if e.idempotency_key == args["idempotencyKey"]]
+    finally:
+        await store.close()
+    assert [(e.outcome, e.extra.get("mode"), e.extra.get("approvers")) for e in applied][:1] == [
+        ("applied", "url", ["bob"])
+    ]
+
+
+async def test_a_rejected_write_writes_nothing(site: Site, era: str) -> None:
+    async def carol_rejects(url: str) -> None:
+        page = await signed_in(site, url, "carol")
+        await page.click("button.reject")
+        await page.wait_for_load_state()
+
+    before = TENANTS.snapshot(site.db, TENANTS.other), TENANTS.write_count(site.db)
+    async with await agent(site, era, answers=opens_the_link(site, carol_rejects)) as client:
+        plan = await preview(client, TENANTS, TENANTS.other)
+        result = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert error_code(result) == "not_confirmed"
+    assert (TENANTS.snapshot(site.db, TENANTS.other), TENANTS.write_count(site.db)) == before
+    assert await decisions(site, plan["planId"]) == [("carol", "reject")]
+
+
+async def test_the_caller_cannot_approve_their_own_four_eyes_write(site: Site) -> None:
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, "2026-07-28") as client:  # declares no elicitation: gets the link as a refusal
+        plan = await preview(client, TENANTS, TENANTS.spare)
+        pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert error_code(pending) == "approval_pending"
+    page = await signed_in(site, error_body(pending)["details"]["url"], "alice")
+    assert await page.locator("button.approve").count() == 0
+    assert "someone else must approve" in await page.inner_text("main")
+    token = await page.get_attribute("input[name=csrf]", "value")  # the sign-out form's: a valid session token
+    forced = await page.request.post(page.url, form={"csrf": token, "decision": "approve"}, max_redirects=0)
+    assert forced.status == 303 and forced.headers["location"].endswith("?notice=own_write")
+    assert await decisions(site, plan["planId"]) == []
+    assert TENANTS.write_count(site.db) == before
+
+
+async def test_a_forged_post_without_the_csrf_token_is_refused(site: Site) -> None:
+    async with await agent(site, "2025-11-25") as client:
+        plan = await preview(client, TENANTS, TENANTS.spare)
+        pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+    page = await signed_in(site, error_body(pending)["details"]["url"], "bob")
+    forged = await page.request.post(page.url, form={"decision": "approve"}, max_redirects=0)
+    assert forged.status == 403
+    assert await decisions(site, plan["planId"]) == []
+
+
+async def test_an_expired_approval_is_refused_and_writes_nothing(site: Site) -> None:
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, "2025-11-25") as client:
+        plan = await client.call_tool("preview_quick_reset", TENANTS.preview_args(TENANTS.spare))
+        args = {"planId": (plan.structured_content or {})["planId"], "idempotencyKey": new_key()}
+        pending = await client.call_tool("quick_reset", args)
+        assert error_code(pending) == "approval_pending"
+        await anyio.sleep(QUICK_TTL + 0.5)  # the plan's own lifetime, on the wall clock of two processes
+        page = await signed_in(site, error_body(pending)["details"]["url"], "bob")
+        assert await page.locator("button.approve").count() == 0
+        assert "expired" in await page.inner_text("dd.state")
+        retried = await client.call_tool("quick_reset", args)
+    assert error_code(retried) == "plan_expired"
+    assert TENANTS.write_count(site.db) == before
+
+
+async def test_the_page_on_one_replica_and_the_retry_on_another(site: Site) -> None:
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, "2026-07-28", replica=0) as first:
+        plan = await preview(first, TENANTS, TENANTS.main)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        pending = await first.call_tool("reset_tenant", args)
+    assert error_code(pending) == "approval_pending"
+    page = await signed_in(site, site.page(1, approval_id_for(plan["planId"])), "bob")  # replica 1 serves the page
+    await page.click("button.approve")
+    async with await agent(site, "2026-07-28", replica=1) as second:  # and takes the retry
+        applied = await second.call_tool("reset_tenant", args)
+    async with await agent(site, "2025-11-25", replica=0) as third:
+        replayed = await third.call_tool("reset_tenant", args)
+    assert not applied.is_error, applied.content
+    assert replayed.structured_content == {**(applied.structured_content or {}), "replayed": True}
+    assert TENANTS.write_count(site.db) == before + 1

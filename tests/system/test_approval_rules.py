@@ -1,0 +1,185 @@
+"""Approval rules against real processes: budgets shared by three replicas on Redis, a signed webhook reaching a
+real receiver, approvers deciding from the terminal, and ``check --explain`` naming the rule a plan would hit."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from gateway.approvals.rules import approval_id_for
+from tests.support.approvals import TOKENS, approvals_section
+from tests.support.asgi import serve_asgi
+from tests.support.clients import Answers, error_body, error_code, new_key, preview
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import free_port, http_backend, serve
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
+SECRET = "webhook-signing-secret-for-tests"
+
+
+def rules_config(
+    tmp: Path, name: str, rules: list[dict[str, Any]], store: str, backend_port: int, **extra: Any
+) -> Path:
+    def with_rules(tools: dict[str, Any]) -> None:
+        tools[TENANTS.write_tool].update(approval=rules, prompt_timeout_seconds=5)
+
+    backend = {"transport": "http", "url": f"http://127.0.0.1:{backend_port}/mcp"}
+    data = config_data(
+        TENANTS, tmp / "backend.db", store=store, state_dir=tmp / "state", backend=backend, tools=with_rules
+    )
+    data["approvals"] = {**approvals_section(extra.pop("public_url", "http://127.0.0.1:1")), **extra}
+    return write_toml(data, tmp / f"{name}.toml")
+
+
+async def test_three_replicas_on_redis_share_the_budget_counts(tmp_path: Path, redis_url: str) -> None:
+    rules = [
+        {"name": "spent", "when": "writes.caller.hour >= 9", "mode": "deny"},
+        {"name": "busy", "when": "writes.all.hour >= 3", "mode": "typed"},
+    ]
+    backend_port, ports = free_port(), [free_port() for _ in range(3)]
+    configs = [rules_config(tmp_path, f"gateway{n}", rules, redis_url, backend_port) for n in range(3)]
+    modes: list[str] = []
+    async with (
+        http_backend(TENANTS, tmp_path / "backend.db", backend_port, "--seed-tenants", "4"),
+        serve(configs[0], ports[0]),
+        serve(configs[1], ports[1]),
+        serve(configs[2], ports[2]),
+    ):
+        for number in range(12):
+            target = f"tn_bulk{number % 4 + 1:06d}"
+            answers = Answers(content={"confirm": True, "confirmTarget": target})
+            url = f"http://127.0.0.1:{ports[number % 3]}/mcp"  # round robin over the replicas
+            async with Client(url, elicitation_callback=answers) as client:
+                planned = await client.call_tool(TENANTS.preview_tool, {"tenantId": target, "fixture": "empty"})
+                if planned.is_error:
+                    modes.append(error_code(planned))
+                    continue
+                body = planned.structured_content or {}
+                modes.append(body["approval"]["mode"])
+                done = await client.call_tool(
+                    TENANTS.write_tool, {"planId": body["planId"], "idempotencyKey": new_key()}
+                )
+                assert not done.is_error, done.content
+    assert modes == ["form"] * 3 + ["typed"] * 6 + ["denied"] * 3
+    assert TENANTS.write_count(tmp_path / "backend.db") == 9
+
+
+async def test_a_signed_webhook_reaches_its_receiver_with_the_link(tmp_path: Path) -> None:
+    received: list[tuple[bytes, dict[str, str]]] = []
+
+    async def hook(request: Request) -> Response:
+        received.append((await request.body(), dict(request.headers)))
+        return Response(status_code=204)
+
+    hook_port, backend_port, port = free_port(), free_port(), free_port()
+    rules = [{"name": "everything", "when": "true", "mode": "url", "notify": "ops"}]
+    webhooks = {"ops": {"url": f"http://127.0.0.1:{hook_port}/hook", "secret_env": "GATEWAY_HOOK_SECRET"}}
+    config = rules_config(
+        tmp_path,
+        "gateway",
+        rules,
+        f"sqlite:{tmp_path}/gateway.db",
+        backend_port,
+        public_url=f"http://127.0.0.1:{port}",
+        webhooks=webhooks,
+    )
+    env = {**os.environ, "GATEWAY_HOOK_SECRET": SECRET}
+    async with (
+        serve_asgi(Starlette(routes=[Route("/hook", hook, methods=["POST"])]), hook_port),
+        http_backend(TENANTS, tmp_path / "backend.db", backend_port, *TENANTS.seed_demo),
+        serve(config, port, env=env),
+        Client(f"http://127.0.0.1:{port}/mcp") as client,
+    ):
+        plan = await preview(client, TENANTS, "tn_search02")
+        pending = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        assert error_code(pending) == "approval_pending"
+        with anyio.fail_after(20):
+            while not received:  # noqa: ASYNC110 - delivery is asynchronous by design
+                await anyio.sleep(0.05)
+    body, headers = received[0]
+    stamp, _, mac = headers["x-gateway-signature"].partition(",v1=")
+    stamp = stamp.removeprefix("t=")
+    expected = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(mac, expected)
+    sent = json.loads(body)
+    assert (
+        sent["approvalId"] == approval_id_for(plan["planId"]) and sent["url"] == error_body(pending)["details"]["url"]
+    )
+    assert (sent["rule"], sent["target"], sent["summary"]) == (
+        "everything",
+        "tn_search02",
+        {"rowsDeleted": 25, "rowsInserted": 0},
+    )
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_an_approver_decides_from_the_terminal(tmp_path: Path) -> None:
+    backend_port, port = free_port(), free_port()
+    rules = [{"name": "everything", "when": "true", "mode": "url"}]
+    config = rules_config(
+        tmp_path, "gateway", rules, f"sqlite:{tmp_path}/gateway.db", backend_port, public_url=f"http://127.0.0.1:{port}"
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    async def approvals(*words: str, token: str | None = TOKENS["bob"]) -> tuple[int, str]:
+        env = {**os.environ, "GATEWAY_APPROVER_TOKEN": token or ""}
+        done = await anyio.run_process(
+            [sys.executable, "-m", "gateway", "approvals", *words, "--url", base], env=env, check=False
+        )
+        return done.returncode, done.stdout.decode() + done.stderr.decode()
+
+    async with (
+        http_backend(TENANTS, tmp_path / "backend.db", backend_port, *TENANTS.seed_demo),
+        serve(config, port),
+        Client(f"{base}/mcp") as client,
+    ):
+        plan = await preview(client, TENANTS, "tn_billing03")
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        assert error_code(await client.call_tool(TENANTS.write_tool, args)) == "approval_pending"
+        approval_id = approval_id_for(plan["planId"])
+        code, listed = await approvals("list")
+        assert code == 0 and approval_id in listed and '"tn_billing03"' in listed
+        assert (await approvals("list", token="not-a-token"))[0] == 2
+        code, said = await approvals("approve", approval_id)
+        assert code == 0 and "approved" in said
+        applied = await client.call_tool(TENANTS.write_tool, args)
+    assert not applied.is_error, applied.content
+    assert TENANTS.write_count(tmp_path / "backend.db") == 1
+
+
+async def test_check_explains_which_rule_a_plan_would_hit(tmp_path: Path) -> None:
+    rules = [
+        {"name": "huge", "when": "summary.rowsDeleted > 1000", "mode": "url", "approvers": 2},
+        {"name": "sizeable", "when": "summary.rowsDeleted > 100", "mode": "typed"},
+    ]
+    data = config_data(TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, state_dir=tmp_path / "state")
+    data["tools"][TENANTS.write_tool]["approval"] = rules
+    data["approvals"] = approvals_section("http://127.0.0.1:1")
+    config = write_toml(data, tmp_path / "gateway.toml")
+
+    async def explain(*words: str) -> str:
+        command = [sys.executable, "-m", "gateway", "check", "--config", str(config), "--explain", *words]
+        done = await anyio.run_process(command, check=False)
+        assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+        return done.stdout.decode()
+
+    load = await explain(TENANTS.write_tool, "tn_load04", "fixture=empty")
+    checkout = await explain(TENANTS.write_tool, "tn_checkout01", "fixture=empty")
+    small = await explain(TENANTS.write_tool, "tn_search02", "fixture=empty")
+    assert "rule huge: holds" in load and "-> mode 'url' by rule huge, approvers 2" in load
+    assert "rule huge: does not hold" in checkout and "-> mode 'typed' by rule sizeable" in checkout
+    assert "-> no rule holds: the tool's own confirm = 'form'" in small

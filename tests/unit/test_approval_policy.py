@@ -1,0 +1,176 @@
+"""Approval by risk: ordered CEL rules choose each plan's mode at preview time, budgets count writes, approvers
+decide in batches, webhooks never hold a call up. In process, through real previews and writes in both eras."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+
+from gateway.approvals.rules import approval_id_for
+from gateway.config import ConfigError, parse_config
+from gateway.http.app import build_app
+from gateway.runtime import Gateway
+from tests.support.approvals import PageUser, approvals_section, csrf_of
+from tests.support.clients import connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.configs import config_data
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
+PAGE = "https://127.0.0.1:8443"
+SIZE_RULES: list[dict[str, Any]] = [
+    {"name": "budget", "when": "writes.caller.hour >= 50", "mode": "deny"},
+    {"name": "busy", "when": "writes.caller.hour >= 5", "mode": "typed"},
+    {
+        "name": "huge",
+        "when": 'summary.rowsDeleted > 1000 || target.id.startsWith("tn_load")',
+        "mode": "url",
+        "approvers": 2,
+    },
+    {"name": "sizeable", "when": "summary.rowsDeleted > 100", "mode": "typed"},
+]
+
+
+def config(tmp: Path, rules: list[dict[str, Any]], *seed: str, **approvals: Any) -> Any:
+    def with_rules(tools: dict[str, Any]) -> None:
+        tools[TENANTS.write_tool].update(approval=rules, prompt_timeout_seconds=2)
+
+    data = config_data(
+        TENANTS, tmp / "backend.db", *(seed or TENANTS.seed_demo), state_dir=tmp / "state", tools=with_rules
+    )
+    data["approvals"] = {**approvals_section(PAGE), **approvals}
+    data["http"] = {"allowed_origins": [PAGE]}
+    return parse_config(data)
+
+
+@pytest.fixture(scope="module")
+async def sized(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    async with running_gateway(config(tmp_path_factory.mktemp("sized"), SIZE_RULES), backend_in_process=True) as gw:
+        yield gw
+
+
+@pytest.mark.parametrize(
+    ("target", "fixture", "mode", "rule"),
+    [
+        ("tn_load04", "empty", "url", "huge"),
+        ("tn_checkout01", "smoke", "typed", "sizeable"),
+        ("tn_search02", "empty", "form", None),
+        ("tn_billing03", "load", "form", None),
+    ],
+)
+async def test_the_first_rule_that_holds_picks_the_mode_at_preview(
+    sized: Gateway, era: str, target: str, fixture: str, mode: str, rule: str | None
+) -> None:
+    async with connect(sized, era) as client:
+        result = await client.call_tool(TENANTS.preview_tool, {"tenantId": target, "fixture": fixture})
+    assert not result.is_error, result.content
+    assert (result.structured_content or {})["approval"] == {"mode": mode, "rule": rule}
+    exposition = sized.metrics.exposition().decode()
+    assert f'gateway_plans_total{{mode="{mode}",rule="{rule or "(tool)"}",tool="reset_tenant"}}' in exposition
+
+
+async def test_the_mode_is_fixed_with_the_plan_and_a_weaker_config_later_cannot_change_it(tmp_path: Path) -> None:
+    store = {"store": f"sqlite:{tmp_path}/gateway.db"}
+    strict = config(tmp_path, [{"name": "all", "when": "true", "mode": "url"}])
+    lenient = config(tmp_path, [])
+    strict = strict.model_copy(update={"gateway": strict.gateway.model_copy(update=store)})
+    lenient = lenient.model_copy(update={"gateway": lenient.gateway.model_copy(update=store)})
+    async with running_gateway(strict, backend_in_process=True) as first, connect(first, "2025-11-25") as client:
+        plan = await preview(client, TENANTS, "tn_search02")
+    assert plan["approval"] == {"mode": "url", "rule": "all"}
+
+    async def agent_says_yes(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with (
+        running_gateway(lenient, backend_in_process=True) as second,  # the rule is gone from the config
+        connect(second, "2026-07-28", agent_says_yes) as client,
+    ):
+        result = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert error_code(result) == "approval_pending"  # still the plan's url mode, whatever the agent answers
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_an_agent_looping_on_resets_meets_the_budget_rules_at_their_counts(tmp_path: Path) -> None:
+    rules = SIZE_RULES[:2]
+    modes: list[str] = []
+    async with running_gateway(config(tmp_path, rules), backend_in_process=True) as gw:
+        for number in range(60):
+            target = ("tn_search02", "tn_billing03")[number % 2]
+
+            async def says_yes(
+                context: Any, params: types.ElicitRequestParams, target: str = target
+            ) -> types.ElicitResult:
+                return types.ElicitResult(action="accept", content={"confirm": True, "confirmTarget": target})
+
+            async with connect(gw, ("2025-11-25", "2026-07-28")[number % 2], says_yes) as client:
+                planned = await client.call_tool(TENANTS.preview_tool, {"tenantId": target, "fixture": "empty"})
+                if planned.is_error:
+                    modes.append(error_code(planned))
+                    continue
+                body = planned.structured_content or {}
+                modes.append(body["approval"]["mode"])
+                done = await client.call_tool(
+                    TENANTS.write_tool, {"planId": body["planId"], "idempotencyKey": new_key()}
+                )
+                assert not done.is_error, done.content
+    assert modes == ["form"] * 5 + ["typed"] * 45 + ["denied"] * 10
+    assert TENANTS.write_count(tmp_path / "backend.db") == 50
+
+
+async def test_a_batch_approval_of_five_plans_applies_five_writes_each_audited(tmp_path: Path) -> None:
+    rules = [{"name": "everything", "when": "true", "mode": "url"}]
+    async with running_gateway(config(tmp_path, rules, "--seed-tenants", "8"), backend_in_process=True) as gw:
+        targets = [f"tn_bulk{n:06d}" for n in range(1, 6)]
+        async with connect(gw, "2026-07-28") as client:
+            calls = []
+            for target in targets:
+                plan = await preview(client, TENANTS, target)
+                args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+                assert error_code(await client.call_tool(TENANTS.write_tool, args)) == "approval_pending"
+                calls.append(args)
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(gw)), base_url=PAGE) as http:
+                user = PageUser(http, PAGE)
+                await user.sign_in("bob")
+                listing = await http.get("/approvals")
+                chosen = [approval_id_for(args["planId"]) for args in calls]
+                assert all(approval_id in listing.text for approval_id in chosen)
+                form = {"csrf": csrf_of(listing.text), "decision": "approve", "approval": chosen}
+                decided = await http.post("/approvals", data=form, headers={"Origin": PAGE})
+                assert decided.status_code == 200 and decided.text.count(": approved") == 5
+                metrics = (await http.get("/metrics")).text
+            results = [await client.call_tool(TENANTS.write_tool, args) for args in calls]
+        assert [result.is_error for result in results] == [False] * 5
+        assert TENANTS.write_count(tmp_path / "backend.db") == 5
+        entries = [entry async for entry in gw.store.audit_entries()]
+        applied = [entry for entry in entries if entry.outcome == "applied"]
+        decisions = [entry for entry in entries if entry.outcome == "approval"]
+        assert [entry.extra["approvers"] for entry in applied] == [["Bob"]] * 5
+        assert all(entry.extra["rule"] == "everything" for entry in applied)
+        assert sorted(entry.extra["approval"] for entry in decisions) == sorted(chosen)
+        assert "gateway_approvals_pending 0.0" in metrics
+        assert 'gateway_approval_decision_seconds_count{decision="approved"} 5.0' in metrics
+
+
+async def test_a_webhook_that_is_down_holds_no_call_up(tmp_path: Path, free_tcp_port: int) -> None:
+    rules = [{"name": "everything", "when": "true", "mode": "url", "notify": "ops"}]
+    hooks = {"webhooks": {"ops": {"url": f"http://127.0.0.1:{free_tcp_port}/hook"}}}
+    async with running_gateway(config(tmp_path, rules, **hooks), backend_in_process=True) as gw:
+        async with connect(gw, "2025-11-25") as client:
+            plan = await preview(client, TENANTS, "tn_search02")
+            pending = await client.call_tool(
+                TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
+            )
+        assert error_code(pending) == "approval_pending" and error_body(pending)["details"]["url"]
+        assert gw.notifier is not None and (gw.notifier.delivered, gw.notifier.failed) == (0, 0)  # still retrying
+
+
+def test_a_rule_that_does_not_compile_stops_the_config_naming_its_key(tmp_path: Path) -> None:
+    for when, words in (("summary.rowsDeleted >", "Syntax error"), ("budget.hour > 5", "budget")):
+        with pytest.raises(ConfigError) as raised:
+            config(tmp_path, [{"name": "bad", "when": when, "mode": "url"}])
+        assert "tools.reset_tenant.approval.0.when" in str(raised.value) and words in str(raised.value)
