@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import ipaddress
 import json
 import logging
 import sys
@@ -42,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument(
         "--insecure-listen-without-auth",
         action="store_true",
-        help="allow a non-loopback --host with no [auth] verifier configured (anyone who can reach it can write)",
+        help="with no [auth] verifier, still start when others could reach the gateway: a non-loopback --host, "
+        "[http] settings that admit other hosts or origins, requests relayed by a proxy (anyone who can reach it "
+        "can write)",
     )
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", default=str(DEFAULT_CONFIG), help="TOML file (default: %(default)s)")
@@ -118,20 +119,26 @@ def main(argv: list[str] | None = None) -> int:
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
-    anyio.run(serve_http, config, args.host, args.port)
+    anyio.run(serve_http, config, args.host, args.port, args.insecure_listen_without_auth)
     return 0
 
 
 def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
-    """Why the gateway will not listen on ``host``, or None when it may."""
-    if is_loopback(host) or config.auth.verifier != "none":
+    """Why an unauthenticated gateway will not start on ``host`` with this config (one line per reason naming
+    the flag or key), or None when it may."""
+    from gateway.http.edge import exposure
+
+    reasons = exposure(config, host)
+    if not reasons:
         return None
     if insecure:
-        log.warning("LISTENING ON %s WITHOUT AUTHENTICATION: anyone who can reach it can reset tenants", host)
+        for reason in reasons:
+            log.warning("NO AUTHENTICATION, YET REACHABLE BEYOND THIS MACHINE: %s; anyone can reset tenants", reason)
         return None
+    why = "; ".join(reasons)
     return (
         f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
-        "listens on a loopback address. Configure a verifier, or pass --insecure-listen-without-auth."
+        f"answers its own machine, but {why}. Configure a verifier, or pass --insecure-listen-without-auth."
     )
 
 
@@ -144,16 +151,6 @@ def stdio_refusal(config: GatewayConfig) -> str | None:
             "approvals.public_url to the address of a gateway that serves it over HTTP on the same store"
         )
     return None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether a bind address only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def run_check(config: GatewayConfig, schemas: bool, explain: list[str] | None = None) -> int:
@@ -222,10 +219,11 @@ async def serve_stdio(config: GatewayConfig) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
+async def serve_http(config: GatewayConfig, host: str, port: int, insecure: bool = False) -> None:
     """Serve streamable HTTP until interrupted."""
     import uvicorn
 
+    from gateway.config.loopback import is_loopback
     from gateway.http.app import build_app
     from gateway.runtime import open_gateway
 
@@ -233,7 +231,7 @@ async def serve_http(config: GatewayConfig, host: str, port: int) -> None:
         await recover(gw)
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
-        app = build_app(gw)
+        app = build_app(gw, insecure_without_auth=insecure)
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         await uv.serve()

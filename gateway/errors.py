@@ -3,7 +3,8 @@
 Every refusal the gateway makes is a ``ToolError``. On the wire (gateway.server) it becomes an ``isError``
 result whose first text block is JSON ``{"code", "message", "nextTool"?, "details"?}`` and which carries no
 ``structuredContent``. Tests match ``code``; the message is for the model. The README's troubleshooting table
-is ``markdown_table()``, and a test keeps the two equal.
+is ``markdown_table()``, and a test keeps the two equal. A few codes are refusals of the HTTP transport itself
+(gateway/http): they travel in a JSON body beside an HTTP status instead, with the same meaning.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Code(StrEnum):
     BACKEND_UNAVAILABLE = "backend_unavailable"
     BACKEND_ERROR = "backend_error"
     INTERNAL_ERROR = "internal_error"
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    PROXIED_REQUEST_REFUSED = "proxied_request_refused"
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,14 @@ MEANINGS: dict[Code, Meaning] = {
     Code.INTERNAL_ERROR: Meaning(
         "the gateway failed before it sent the write (its log names the fault); nothing was changed, the key is free",
         "preview again (or retry later with the same key); tell the operator if it persists",
+    ),
+    Code.TOO_MANY_SESSIONS: Meaning(
+        "HTTP 429 to `initialize`: this caller already holds `[http] max_sessions_per_caller` open sessions",
+        "reuse a session, end unused ones (`DELETE`), or wait for them to expire",
+    ),
+    Code.PROXIED_REQUEST_REFUSED: Meaning(
+        "HTTP 403: a request relayed by a proxy (`Forwarded` / `X-Forwarded-*`) reached a gateway without `[auth]`",
+        "configure an `[auth]` verifier; without one the gateway serves only its own machine",
     ),
 }
 

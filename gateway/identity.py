@@ -1,8 +1,11 @@
 """Who is calling and what they may do: the verified token over HTTP, the configured caller otherwise.
 
 Without a token (stdio, or HTTP with no verifier configured, which only listens on loopback) the caller is the
-configured local name and holds every scope. A tool the caller may not use is hidden from ``tools/list`` and
-answers exactly like an unknown tool, unless the operator keeps it visible; then it answers ``forbidden``.
+configured local name and holds every scope. With a token it is the token's (issuer, client, subject), encoded by
+gateway.principal; this is the one place that builds it.
+
+A tool the caller may not use is hidden from ``tools/list`` and answers exactly like an unknown tool, unless the
+operator keeps it visible; then it answers ``forbidden``.
 """
 
 from __future__ import annotations
@@ -12,44 +15,52 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import principal_components
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
+from gateway.principal import Principal, encode
+
+
+def current_principal() -> Principal | None:
+    """The verified token's (issuer, client, subject), or None without a token."""
+    token = get_access_token()
+    if token is None:
+        return None
+    # The SDK's own principal (session ownership, requestState binding) is made of the same three parts.
+    client, issuer, subject = principal_components(token)
+    return Principal(issuer=issuer, client=client, subject=subject)
 
 
 def current_caller(default: str) -> str:
-    """The caller id that plans and idempotency keys are bound to."""
-    token = get_access_token()
-    if token is None:
-        return default
-    return f"{token.client_id}/{token.subject}" if token.subject else token.client_id
+    """The caller id that plans, idempotency keys, rate-limit buckets, sessions and the audit are bound to."""
+    principal = current_principal()
+    return default if principal is None else encode(principal)
 
 
 def current_person() -> str | None:
     """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
 
     Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
-    token = get_access_token()
-    if token is None:
+    principal = current_principal()
+    if principal is None:
         return None
-    issuer = (token.claims or {}).get("iss")
-    return person_id(issuer if isinstance(issuer, str) else STATIC_ISSUER, token.subject or token.client_id)
+    return person_id(principal.issuer or STATIC_ISSUER, principal.subject or principal.client)
 
 
 def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
     """Who is calling, as approval rules read it: id, client, subject, issuer and scopes."""
-    token = get_access_token()
-    if token is None:
+    principal = current_principal()
+    if principal is None:
         everything = sorted({scope for name in config.tools for scope in config.scopes_of(name)})
         return {"id": default, "client": default, "subject": default, "issuer": STATIC_ISSUER, "scopes": everything}
-    issuer = (token.claims or {}).get("iss")
     return {
-        "id": current_caller(default),
-        "client": token.client_id,
-        "subject": token.subject or token.client_id,
-        "issuer": issuer if isinstance(issuer, str) else STATIC_ISSUER,
-        "scopes": sorted(token.scopes),
+        "id": encode(principal),
+        "client": principal.client,
+        "subject": principal.subject or principal.client,
+        "issuer": principal.issuer or STATIC_ISSUER,
+        "scopes": sorted(current_scopes() or ()),
     }
 
 

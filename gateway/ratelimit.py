@@ -1,4 +1,4 @@
-"""Rate limits: a token bucket per caller (all tools together) and per caller and tool.
+"""Rate limits: a token bucket per caller (all tools together, and opening HTTP sessions) and per caller and tool.
 
 Buckets live in the store, so replicas sharing Redis share them; the memory and SQLite stores keep them in the
 one gateway process they serve.
@@ -22,6 +22,14 @@ class RateLimiter:
         self._config = config
         self._store = store
         self._clock = clock
+
+    async def opening(self, caller: str) -> float:
+        """Opening an HTTP session counts as a call: take a token from the caller's bucket for all tools.
+        0 when taken, else the seconds until one is free."""
+        limit = self._config.rate_limits.per_caller
+        if limit is None:
+            return 0.0
+        return await self._store.take_token(f"{caller}\n*", limit.per_second, limit.burst, self._clock())
 
     async def check(self, caller: str, tool: str) -> None:
         """Take one token from every bucket that applies, or refuse."""

@@ -22,6 +22,7 @@ from gateway.catalog import PublishedTool, refuse_oversized
 from gateway.config import ReadTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
+from gateway.principal import readable
 from gateway.runtime import Gateway
 from gateway.tools.listing import list_page
 from gateway.tools.preview import preview
@@ -71,7 +72,7 @@ def build_server(gw: Gateway) -> Server[Any]:
                 extra={
                     "call": {
                         "request_id": str(ctx.request_id),
-                        "caller": current_caller(gw.config.gateway.stdio_caller),
+                        "caller": readable(current_caller(gw.config.gateway.stdio_caller)),
                         "tool": tool,
                         "outcome": outcome,
                         "ms": round(seconds * 1000, 2),

@@ -24,6 +24,7 @@ import anyio
 import httpx
 
 from gateway.config import Webhook
+from gateway.principal import readable
 from gateway.records import Approval
 from gateway.text import escaped, quoted, rfc3339
 
@@ -103,10 +104,10 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
     approval = notice.approval
     if webhook.format == "slack":
         numbers = ", ".join(f"{name} {escaped(str(value))}" for name, value in approval.summary.items())
-        text = (
-            f"{approval.tool} on {quoted(approval.target)} ({numbers}) waits for approval"
-            f"{f' (rule {notice.rule})' if notice.rule else ''}, asked by {quoted(approval.caller)}: <{notice.url}>"
-        )
+        rule = f" (rule {notice.rule})" if notice.rule else ""
+        caller = quoted(readable(approval.caller))
+        text = f"{approval.tool} on {quoted(approval.target)} ({numbers}) waits for approval{rule}, asked by {caller}"
+        text += f": <{notice.url}>"
         return {"text": text}
     return {
         "event": "approval_requested",
@@ -117,7 +118,7 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
         "version": approval.version,
         "arguments": approval.arguments,
         "summary": approval.summary,
-        "caller": approval.caller,
+        "caller": readable(approval.caller),
         "question": approval.message,
         "rule": notice.rule,
         "approversNeeded": approval.approvers_needed,

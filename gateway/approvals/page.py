@@ -38,6 +38,7 @@ from gateway.approvals.rules import DecisionRefused, Refused, State, approved_by
 from gateway.approvals.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Session, Sessions, Signer
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
+from gateway.principal import readable
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
 from gateway.text import quoted, rfc3339, shown
@@ -88,7 +89,9 @@ class ApprovalPage:
         if config.login == "oidc" and config.oidc is not None and issuer is not None:
             self.oidc = OidcClient(config.oidc, issuer, f"{gw.approvals_url}/approvals/callback")
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
-        self.templates.filters.update(quoted=quoted, shown=shown, when=rfc3339, quoted_value=_quoted_value)
+        self.templates.filters.update(
+            quoted=quoted, shown=shown, when=rfc3339, quoted_value=_quoted_value, caller=_caller
+        )
 
     def routes(self) -> list[Route]:
         """Every route of the page."""
@@ -322,7 +325,7 @@ class ApprovalPage:
             "version": approval.version,
             "arguments": approval.arguments,
             "summary": approval.summary,
-            "caller": approval.caller,
+            "caller": readable(approval.caller),
             "question": approval.message,
             "requestedAt": rfc3339(approval.requested_at),
             "expiresAt": rfc3339(approval.expires_at),
@@ -410,6 +413,11 @@ def _safe_next(target: Any) -> str:
 def _origin(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     return parts.scheme, parts.netloc
+
+
+def _caller(caller: str) -> str:
+    """A caller as a person reads it (client/subject and issuer), quoted."""
+    return quoted(readable(caller))
 
 
 def _quoted_value(value: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from gateway.principal import readable
 from gateway.records import AuditEntry
 
 
@@ -13,10 +14,10 @@ def when(entry: AuditEntry) -> str:
 
 
 def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:
-    """Whether an entry passes the ``audit list`` filters."""
+    """Whether an entry passes the ``audit list`` filters (a caller as stored, or as the table shows it)."""
     return (
         (target is None or entry.target == target)
-        and (caller is None or entry.caller == caller)
+        and (caller is None or caller in (entry.caller, readable(entry.caller)))
         and (since is None or entry.at >= since)
     )
 
@@ -35,7 +36,7 @@ def table(entries: list[AuditEntry]) -> str:
             (
                 str(entry.seq),
                 when(entry),
-                entry.caller,
+                readable(entry.caller),
                 entry.tool,
                 entry.target or "",
                 outcome,

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.config.loopback import is_secure_url
+
+ASYMMETRIC_ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES256K", "ES384", "ES512", "EdDSA"}
+)
+"""JWT signature algorithms a token may use: public-key ones only, spelled as PyJWT spells them. An allow-list,
+so that no spelling of ``none`` and no HMAC algorithm (whose key would be the public key) slips through."""
 
 
 class Model(BaseModel):
@@ -15,7 +23,7 @@ class GatewaySection(Model):
     name: str = "mcp-safety-gateway"
     store: str = "sqlite:var/gateway.db"
     state_dir: str = "var"
-    stdio_caller: str = "local"
+    stdio_caller: str = Field("local", pattern=r"^[^\[]")  # "[..." is how token callers are spelled (principal.py)
 
 
 class LoggingSection(Model):
@@ -48,20 +56,61 @@ class JwtVerifier(Model):
     leeway_seconds: int = Field(30, ge=0)
     jwks_cache_seconds: int = Field(300, ge=1)
 
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric(cls, algorithms: list[str]) -> list[str]:
+        odd = [algorithm for algorithm in algorithms if algorithm not in ASYMMETRIC_ALGORITHMS]
+        if odd or not algorithms:
+            what = f"{odd[0]!r} is not allowed" if odd else "at least one is needed"
+            raise ValueError(f"{what}; use public-key algorithms only ({', '.join(sorted(ASYMMETRIC_ALGORITHMS))})")
+        return algorithms
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_secure(cls, url: str | None) -> str | None:
+        return None if url is None else _secure("the JWKS", url)
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_secure(cls, issuer: str) -> str:
+        return _secure_issuer(issuer)
+
     @model_validator(mode="after")
     def _one_key_source(self) -> JwtVerifier:
         if (self.jwks_url is None) == (self.public_key_file is None):
             raise ValueError("set exactly one of jwks_url or public_key_file")
-        if any(algorithm.upper().startswith("HS") or algorithm == "none" for algorithm in self.algorithms):
-            raise ValueError("algorithms must be asymmetric (RS*, PS*, ES*, EdDSA)")
         return self
 
 
 class IntrospectionVerifier(Model):
     endpoint: str
+    issuer: str | None = None
+    audience: str | None = None
     client_id_env: str | None = None
     client_secret_env: str | None = None
     cache_seconds: float = Field(30.0, ge=0)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_secure(cls, url: str) -> str:
+        return _secure("the introspection endpoint", url)
+
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_secure(cls, issuer: str | None) -> str | None:
+        return None if issuer is None else _secure_issuer(issuer)
+
+
+def _secure(what: str, url: str) -> str:
+    if not is_secure_url(url):
+        raise ValueError(f"{what} must be an https:// URL (plain http:// only on loopback), not {url!r}")
+    return url
+
+
+def _secure_issuer(issuer: str) -> str:
+    # An issuer is an identifier first, so a non-URL one is left alone; a URL one is advertised to clients as
+    # where to log in, so it must not be plain http:// to another machine.
+    return _secure("an issuer", issuer) if issuer.lower().startswith("http:") else issuer
 
 
 class AuthSection(Model):
@@ -72,6 +121,13 @@ class AuthSection(Model):
     tokens: list[StaticToken] = []
     jwt: JwtVerifier | None = None
     introspection: IntrospectionVerifier | None = None
+
+    @field_validator("authorization_servers")
+    @classmethod
+    def _servers_secure(cls, servers: list[str]) -> list[str]:
+        for server in servers:
+            _secure("an authorization server", server)
+        return servers
 
     @model_validator(mode="after")
     def _verifier_is_configured(self) -> AuthSection:
@@ -92,6 +148,20 @@ class HttpSection(Model):
     dns_rebinding_protection: bool = True
     allowed_hosts: list[str] = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     allowed_origins: list[str] = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    max_sessions: int = Field(10_000, ge=1)
+    max_sessions_per_caller: int = Field(100, ge=1)
+    session_idle_seconds: float = Field(1800.0, gt=0)
+    unused_session_idle_seconds: float = Field(120.0, gt=0)
+
+    @field_validator("allowed_hosts", "allowed_origins")
+    @classmethod
+    def _no_wildcards(cls, patterns: list[str]) -> list[str]:
+        # A trailing ":*" (any port) is the only wildcard the checks understand; "null" is the Origin of sandboxed
+        # frames and local files, which any page can produce.
+        for pattern in patterns:
+            if "*" in pattern.removesuffix(":*") or pattern.strip().lower() == "null":
+                raise ValueError(f"{pattern!r} would admit any page; list exact hosts (a trailing ':*' for any port)")
+        return patterns
 
 
 class BackendSection(Model):

@@ -1,23 +1,24 @@
 """The HTTP face: streamable HTTP at /mcp (stateful; an SSE stream for the calls that may ask a 2025 client, one JSON
 body for everything else: gateway/http/sessions.py), health probes, and,
 with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
-``WWW-Authenticate``)."""
+``WWW-Authenticate``). Every route, including any added here later, sits behind gateway/http/edge.py's checks:
+they wrap the whole app, not a route."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from urllib.parse import urlparse
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecuritySettings
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -27,34 +28,42 @@ from starlette.types import ASGIApp
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
 from gateway.http.auth import build_verifier
-from gateway.http.sessions import PerRequestSessionManager, stream_for_tools
+from gateway.http.edge import EdgeGuard, security_settings
+from gateway.http.sessions import PerRequestSessionManager, SessionLimits, stream_for_tools
+from gateway.identity import current_caller, current_scopes, is_visible
 from gateway.runtime import Gateway
 from gateway.server import build_server
 
 
-def build_app(gw: Gateway) -> Starlette:
-    """The ASGI app for a started gateway."""
+def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
+    """The ASGI app for a started gateway. ``insecure_without_auth`` (``serve --insecure-listen-without-auth``)
+    lets an unauthenticated gateway answer requests a proxy relayed."""
     config = gw.config
     verifier = build_verifier(config.auth)
-    auth = _auth_settings(config) if verifier is not None else None
+    caller = partial(current_caller, config.gateway.stdio_caller)
     sessions = PerRequestSessionManager(
-        needs_stream=stream_for_tools(config.write_tools()),
+        needs_stream=stream_for_tools(config.write_tools(), lambda tool: is_visible(config, tool, current_scopes())),
+        limits=SessionLimits(
+            per_caller=config.http.max_sessions_per_caller,
+            unused_idle_seconds=config.http.unused_session_idle_seconds,
+            caller=caller,
+            take_token=gw.limiter.opening,
+        ),
         app=build_server(gw),
         json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
         stateless=False,
         max_request_body_size=config.limits.max_body_bytes,
-        security_settings=TransportSecuritySettings(
-            enable_dns_rebinding_protection=config.http.dns_rebinding_protection,
-            allowed_hosts=config.http.allowed_hosts,
-            allowed_origins=config.http.allowed_origins,
-        ),
+        max_sessions=config.http.max_sessions,
+        session_idle_timeout=config.http.session_idle_seconds,
+        security_settings=security_settings(config),
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
-    if verifier is not None and auth is not None:
-        # The SDK's own wiring, around /mcp only: health probes and metrics never verify a token.
-        assert auth.resource_server_url is not None
-        metadata_url = build_resource_metadata_url(auth.resource_server_url)
-        endpoint = RequireAuthMiddleware(endpoint, auth.required_scopes or [], metadata_url)
+    if verifier is not None:
+        # The SDK's own wiring, around /mcp only: health probes and metrics never verify a token. The challenge
+        # points at the metadata, which names the authorization servers (if any are configured).
+        assert config.auth.resource_url is not None
+        metadata_url = build_resource_metadata_url(AnyHttpUrl(config.auth.resource_url))
+        endpoint = RequireAuthMiddleware(endpoint, config.auth.required_scopes, metadata_url)
         endpoint = AuthenticationMiddleware(AuthContextMiddleware(endpoint), backend=BearerAuthBackend(verifier))
 
     async def healthz(request: Request) -> JSONResponse:
@@ -81,10 +90,15 @@ def build_app(gw: Gateway) -> Starlette:
         from gateway.approvals.page import approval_routes  # Jinja2 and the page only where approvals are on
 
         routes += approval_routes(gw)
-    if auth is not None:
-        routes += _metadata_routes(config, auth)
+    if verifier is not None:
+        routes += _metadata_routes(config)
     routes.append(Route("/mcp", endpoint))
-    return Starlette(routes=routes, lifespan=lifespan)
+    edge = Middleware(
+        EdgeGuard,
+        settings=security_settings(config),
+        refuse_relayed=verifier is None and not insecure_without_auth,
+    )
+    return Starlette(routes=routes, middleware=[edge], lifespan=lifespan)
 
 
 async def _count_pending_approvals(gw: Gateway) -> None:
@@ -107,34 +121,31 @@ async def _store_answers(gw: Gateway) -> bool:
     return True
 
 
-def _auth_settings(config: GatewayConfig) -> AuthSettings:
-    assert config.auth.resource_url is not None
-    return AuthSettings(
-        issuer_url=AnyHttpUrl(_authorization_servers(config)[0]),
-        resource_server_url=AnyHttpUrl(config.auth.resource_url),
-        required_scopes=config.auth.required_scopes or None,
-        validate_token_resource=False,  # each verifier checks the audience itself
-    )
+def authorization_servers(config: GatewayConfig) -> list[str]:
+    """The authorization servers that issue this gateway's tokens: as configured, else the configured issuer.
+    None for static tokens: nobody issues them, and the gateway must not name itself, or OAuth-discovering hosts
+    would try to log in there."""
+    auth = config.auth
+    if auth.authorization_servers:
+        return auth.authorization_servers
+    if auth.verifier == "jwt" and auth.jwt is not None:
+        return [auth.jwt.issuer]
+    if auth.verifier == "introspection" and auth.introspection is not None and auth.introspection.issuer:
+        return [auth.introspection.issuer]
+    return []
 
 
-def _authorization_servers(config: GatewayConfig) -> list[str]:
-    if config.auth.authorization_servers:
-        return config.auth.authorization_servers
-    if config.auth.jwt is not None:
-        return [config.auth.jwt.issuer]
-    assert config.auth.resource_url is not None
-    return [config.auth.resource_url]
-
-
-def _metadata_routes(config: GatewayConfig, auth: AuthSettings) -> list[Route]:
+def _metadata_routes(config: GatewayConfig) -> list[Route]:
     """RFC 9728 metadata with every scope a tool can ask for, and URLs exactly as configured (issuer
-    identifiers compare as strings, so no trailing slash may be added)."""
+    identifiers compare as strings, so no trailing slash may be added). ``authorization_servers`` is left out
+    when none issues the tokens (RFC 9728 makes it optional)."""
     resource = config.auth.resource_url
     assert resource is not None
     scopes = {scope for name in config.tools for scope in config.scopes_of(name)}
-    body = {
-        "resource": resource,
-        "authorization_servers": _authorization_servers(config),
+    body: dict[str, object] = {"resource": resource}
+    if servers := authorization_servers(config):
+        body["authorization_servers"] = servers
+    body |= {
         "scopes_supported": sorted({*scopes, *config.auth.required_scopes}),
         "bearer_methods_supported": ["header"],
         "resource_name": config.gateway.name,

@@ -82,7 +82,7 @@ class JwtTokens:
         except (jwt.PyJWTError, httpx.HTTPError, ValueError) as exc:
             log.info("jwt refused (%s) for token %s", type(exc).__name__, fingerprint(token))
             return None
-        return _access_token(token, claims, self._audience)
+        return _access_token(token, claims, self._audience, claims["iss"])
 
     async def _key_for(self, kid: str | None) -> Any:
         age = time.monotonic() - self._fetched_at
@@ -107,11 +107,14 @@ class JwtTokens:
 
 
 class IntrospectedTokens:
-    """Opaque tokens checked at an RFC 7662 endpoint with the gateway's own client credentials."""
+    """Opaque tokens checked at an RFC 7662 endpoint with the gateway's own client credentials. An active token
+    counts only when its ``aud`` names this gateway (``audience``, else ``resource_url``) and, with ``issuer``
+    configured, its ``iss`` is that issuer."""
 
     def __init__(self, config: IntrospectionVerifier, resource: str) -> None:
         self._config = config
         self._resource = resource
+        self._audience = config.audience or resource
         self._cache: TTLCache[str, AccessToken | None] = TTLCache(maxsize=10_000, ttl=max(config.cache_seconds, 0.001))
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -144,11 +147,14 @@ class IntrospectedTokens:
         expires = claims.get("exp")
         if isinstance(expires, int | float) and expires < time.time():
             return None
-        audience = claims.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience] if audience else []
-        if audiences and self._resource not in audiences:
+        if self._audience not in _audiences(claims):
+            return None  # active, but issued for another API (or for none in particular)
+        issuer = claims.get("iss")
+        if self._config.issuer is not None and issuer != self._config.issuer:
             return None
-        return _access_token(token, claims, self._resource)
+        # Without an "iss" the endpoint's own URL names the authority that vouched for the token.
+        authority = issuer if isinstance(issuer, str) else self._config.endpoint
+        return _access_token(token, claims, self._resource, authority)
 
 
 def build_verifier(auth: AuthSection) -> TokenVerifier | None:
@@ -165,7 +171,12 @@ def build_verifier(auth: AuthSection) -> TokenVerifier | None:
     return IntrospectedTokens(auth.introspection, auth.resource_url)
 
 
-def _access_token(token: str, claims: dict[str, Any], resource: str) -> AccessToken | None:
+def _audiences(claims: dict[str, Any]) -> list[Any]:
+    audience = claims.get("aud")
+    return audience if isinstance(audience, list) else [audience]
+
+
+def _access_token(token: str, claims: dict[str, Any], resource: str, issuer: str) -> AccessToken | None:
     client_id = claims.get("client_id") or claims.get("azp") or claims.get("cid") or claims.get("sub")
     if not isinstance(client_id, str) or not client_id:
         return None
@@ -182,5 +193,5 @@ def _access_token(token: str, claims: dict[str, Any], resource: str) -> AccessTo
         scopes=scopes,
         expires_at=int(expires) if isinstance(expires, int | float) else None,
         resource=resource,
-        claims={"iss": claims["iss"]} if isinstance(claims.get("iss"), str) else None,
+        claims={"iss": issuer},  # the caller's first part (gateway.identity); the SDK's principal reads it too
     )

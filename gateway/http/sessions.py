@@ -12,7 +12,8 @@ builds a session's transport, and the transport's ``_handle_post_request``, whos
 ``is_json_response_enabled`` this transport answers per request through a context variable. The transport's message
 router runs in the session's own task, where the variable keeps its default, so it routes messages exactly as in SSE
 mode; a request answered with JSON must therefore not cause messages related to it, which holds because no read or
-preview handler sends any.
+preview handler sends any. A write tool hidden from the caller gets no stream either: it must answer exactly like
+an unknown tool, and an event stream instead of a JSON body would give it away.
 
 Each session also gets its own event store, so a stream that drops while a write waits for its prompt (a proxy's
 idle timeout, a laptop changing networks) can be resumed: the stream opens with a priming event that carries an
@@ -20,19 +21,31 @@ id and a ``retry`` hint, and a GET with ``Last-Event-ID`` replays what the clien
 stream to its answer. The store keeps only the events of streamed requests (and of the session's GET stream),
 at most ``MAX_EVENTS`` per session, and goes away with the session. One store per session matters: the SDK names
 a request's stream by its JSON-RPC id, and ids repeat across sessions.
+
+Sessions cost memory (tens of KB each) and the table is bounded (``max_sessions``), so one caller must not fill
+it. A request that would open a session first takes a place in its caller's quota (gateway/http/quota.py) and a
+token from the caller's rate-limit bucket, or gets HTTP 429; and a session that has not called a tool yet expires
+after ``unused_idle`` seconds without a request in flight instead of the full idle timeout. Two more private hooks
+carry this: the manager's ``_handle_stateful_request`` (only a request without a session id opens one) and
+``_discard_session`` (every way a session ends passes there, so its place is given back); the transport's idle
+countdown is shortened through its public ``idle_scope``. tests/system/test_session_limits.py guards them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
+import anyio
 from mcp.server.streamable_http import (
     GET_STREAM_KEY,
+    MCP_SESSION_ID_HEADER,
     EventCallback,
     EventId,
     EventMessage,
@@ -41,11 +54,17 @@ from mcp.server.streamable_http import (
     StreamId,
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCResponse
+from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCMessage, JSONRPCResponse
+from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from gateway.errors import Code, StoreUnavailable
+from gateway.http.quota import Opening, SessionQuota
+
 _answer_with_json: ContextVar[bool] = ContextVar("answer_with_json", default=False)
+_opening: ContextVar[Opening | None] = ContextVar("opening", default=None)
 
 MAX_EVENTS = 64
 """Events one session keeps for resuming its streams (a write's stream holds three or four); oldest go first."""
@@ -56,18 +75,32 @@ StreamNeeded = Callable[[object], bool]
 """Given a POST body's decoded JSON, whether the request may need a stream (to ask the client something)."""
 
 
-def stream_for_tools(asking_tools: Iterable[str]) -> StreamNeeded:
-    """A stream for ``tools/call`` of one of ``asking_tools`` (the write tools, which may prompt); one JSON body
-    for everything else, unknown and hidden tool names included (their answer is an error, and asks nothing)."""
+def stream_for_tools(asking_tools: Iterable[str], visible: Callable[[str], bool]) -> StreamNeeded:
+    """A stream for ``tools/call`` of one of ``asking_tools`` (the write tools, which may prompt) that is
+    ``visible`` to this request's caller; one JSON body for everything else, unknown tools and tools hidden from
+    the caller included (their answer is the same error, and asks nothing)."""
     streamed = frozenset(asking_tools)
 
     def needs_stream(message: object) -> bool:
         if not isinstance(message, dict) or message.get("method") != "tools/call":
             return False
         params = message.get("params")
-        return isinstance(params, dict) and params.get("name") in streamed
+        name = params.get("name") if isinstance(params, dict) else None
+        return name in streamed and visible(str(name))
 
     return needs_stream
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """What keeps one caller from filling the session table (see the module docstring)."""
+
+    per_caller: int
+    unused_idle_seconds: float
+    caller: Callable[[], str]
+    """The caller of the request being handled."""
+    take_token: Callable[[str], Awaitable[float]]
+    """Takes a token from the caller's rate-limit bucket: 0, or the seconds until one is free."""
 
 
 class SessionEventStore(EventStore):
@@ -113,10 +146,22 @@ class SessionEventStore(EventStore):
 class PerRequestTransport(StreamableHTTPServerTransport):
     """A session's transport that answers with JSON unless ``needs_stream`` says the request may ask the client."""
 
-    def __init__(self, *, needs_stream: StreamNeeded, events: SessionEventStore, **kwargs: Any) -> None:
+    def __init__(
+        self, *, needs_stream: StreamNeeded, events: SessionEventStore, unused_idle: float, **kwargs: Any
+    ) -> None:
         self._needs_stream = needs_stream
         self._events = events
+        self._unused_idle = unused_idle
+        self._called_a_tool = False
         super().__init__(event_store=events, retry_interval=RETRY_MS, **kwargs)
+
+    async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().handle_request(scope, receive, send)
+        idle = self.idle_scope
+        # The SDK restarted the idle countdown if nothing else is in flight (a finite deadline); until the session
+        # calls a tool, the countdown is the short one.
+        if not self._called_a_tool and idle is not None and not idle.cancel_called and math.isfinite(idle.deadline):
+            idle.deadline = min(idle.deadline, anyio.current_time() + self._unused_idle)
 
     @property
     def is_json_response_enabled(self) -> bool:
@@ -132,6 +177,8 @@ class PerRequestTransport(StreamableHTTPServerTransport):
             message: object = json.loads(body)
         except (ValueError, RecursionError):
             message = None  # the SDK answers the parse error
+        if isinstance(message, dict) and message.get("method") == "tools/call":
+            self._called_a_tool = True
         streamed = self._needs_stream(message)
         if streamed and isinstance(message, dict) and isinstance(message.get("id"), str | int):
             self._events.streams(str(message["id"]))
@@ -143,11 +190,43 @@ class PerRequestTransport(StreamableHTTPServerTransport):
 
 
 class PerRequestSessionManager(StreamableHTTPSessionManager):
-    """The SDK's stateful session manager, building :class:`PerRequestTransport` sessions."""
+    """The SDK's stateful session manager, building :class:`PerRequestTransport` sessions within each caller's
+    quota and rate limit."""
 
-    def __init__(self, *, needs_stream: StreamNeeded, **kwargs: Any) -> None:
+    def __init__(self, *, needs_stream: StreamNeeded, limits: SessionLimits, **kwargs: Any) -> None:
         self._needs_stream = needs_stream
+        self._limits = limits
+        self._quota = SessionQuota(limits.per_caller)
         super().__init__(**kwargs)
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if MCP_SESSION_ID_HEADER in Headers(scope=scope):
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        caller = self._limits.caller()
+        opening = self._quota.reserve(caller)
+        if opening is None:
+            message = f"This caller already holds {self._limits.per_caller} open sessions; reuse or end one."
+            await _refusal(429, Code.TOO_MANY_SESSIONS, message)(scope, receive, send)
+            return
+        token = _opening.set(opening)
+        try:
+            try:
+                wait = await self._limits.take_token(caller)
+            except StoreUnavailable:
+                # The bucket lives in the shared store: fail closed, as a tool call would.
+                message = "The gateway's state store cannot be reached. Retry later."
+                await _refusal(503, Code.BACKEND_UNAVAILABLE, message)(scope, receive, send)
+                return
+            if wait > 0:
+                seconds = math.ceil(wait * 10) / 10
+                message = f"Too many calls. Retry in {seconds} seconds."
+                await _refusal(429, Code.RATE_LIMITED, message, seconds)(scope, receive, send)
+                return
+            await super()._handle_stateful_request(scope, receive, send)
+        finally:
+            _opening.reset(token)
+            self._quota.settle(opening)
 
     def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
         # The SDK's own method keeps the session limit and records the session's owner; its transport is then
@@ -157,9 +236,13 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
             return None
         session_id = transport.mcp_session_id
         assert session_id is not None
+        opening = _opening.get()
+        if opening is not None:
+            self._quota.admit(opening, session_id)
         replacement = PerRequestTransport(
             needs_stream=self._needs_stream,
             events=SessionEventStore(),
+            unused_idle=self._limits.unused_idle_seconds,
             mcp_session_id=session_id,
             is_json_response_enabled=False,
             security_settings=self.security_settings,
@@ -167,3 +250,23 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
         )
         self._server_instances[session_id] = replacement
         return replacement
+
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        self._quota.discard(session_id)
+        await super()._discard_session(session_id, transport)
+
+
+def _refusal(status: int, code: Code, message: str, retry_after: float | None = None) -> Response:
+    """An HTTP refusal with a JSON-RPC error whose ``data`` carries the gateway's code (and the wait, if known)."""
+    data: dict[str, Any] = {"code": code.value}
+    headers = {}
+    if retry_after is not None:
+        data["retryAfterSeconds"] = retry_after
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=message, data=data))
+    return Response(
+        body.model_dump_json(by_alias=True, exclude_unset=True),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )

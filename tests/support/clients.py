@@ -24,6 +24,16 @@ from tests.support.profiles import Profile
 ERAS = ["2025-11-25", "2026-07-28"]
 YES = {"confirm": True}
 
+# Raw streamable-HTTP messages, for tests that look at statuses and headers rather than through an SDK client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
 
 class Clock:
     """A settable clock for plan expiry."""

@@ -7,23 +7,21 @@ process; the gateways and the backend are real processes. The proxy shows what t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import httpx2
 import jwt
 import mcp.types as types
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
@@ -36,7 +34,8 @@ from starlette.routing import Route
 
 from gateway.cli import bind_refusal
 from gateway.config import parse_config
-from tests.support.clients import Answers, error_body, error_code, new_key, preview
+from tests.support.asgi import serve_asgi
+from tests.support.clients import INITIALIZE, POST_HEADERS, Answers, error_body, error_code, new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, http_backend, process
 from tests.support.profiles import TENANTS
@@ -72,18 +71,6 @@ class Recorder:
 
     authorization: list[str | None] = field(default_factory=list)
     introspected: list[str] = field(default_factory=list)
-
-
-@asynccontextmanager
-async def serve_asgi(app: Any, port: int) -> AsyncIterator[None]:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        with anyio.fail_after(30):
-            while not server.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
-                await anyio.sleep(0.02)
-        yield
-        server.should_exit = True
 
 
 def identity_provider(active: dict[str, dict[str, Any]], recorder: Recorder) -> Starlette:
@@ -141,8 +128,24 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "client_id": "opaque-app",
             "scope": "tenants:read",
             "aud": urls["introspection"],
+            "iss": ISSUER,
+        },
+        "opaque-other-issuer": {
+            "active": True,
+            "client_id": "opaque-app",
+            "scope": "tenants:read",
+            "aud": urls["introspection"],
+            "iss": "https://evil.test",
         },
         "opaque-expired": {"active": True, "client_id": "opaque-app", "scope": "tenants:read", "exp": 1},
+        # Active, but issued for another API (no audience at all, or another one): not for this gateway.
+        "opaque-no-audience": {"active": True, "client_id": "opaque-app", "scope": "tenants:read"},
+        "opaque-other-api": {
+            "active": True,
+            "client_id": "opaque-app",
+            "scope": "tenants:read",
+            "aud": "https://other-api.test",
+        },
     }
     recorder = Recorder()
     auth: dict[str, dict[str, Any]] = {
@@ -162,6 +165,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[World
             "verifier": "introspection",
             "introspection": {
                 "endpoint": f"http://127.0.0.1:{idp_port}/introspect",
+                "issuer": ISSUER,
                 "client_id_env": "INTROSPECTION_ID",
                 "client_secret_env": "INTROSPECTION_SECRET",
             },
@@ -203,15 +207,6 @@ def client(url: str, bearer: str, era: str = "2025-11-25", answers: Answers | No
     return Client(streamable_http_client(url, http_client=http), mode=mode, elicitation_callback=answers)
 
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
 @pytest.mark.parametrize(
     "bad",
     ["missing", "malformed", "expired", "not-yet-valid", "wrong-audience", "wrong-issuer", "bad-signature"],
@@ -228,7 +223,7 @@ async def test_a_bad_token_gets_401_and_no_backend_call(world: World, bad: str) 
         "wrong-issuer": token(url, client="a", scopes="tenants:read", iss="https://evil.test"),
         "bad-signature": token(url, client="a", scopes="tenants:read", key=OTHER_KEY),
     }
-    headers = dict(HEADERS)
+    headers = dict(POST_HEADERS)
     if bad in tokens:
         headers["Authorization"] = f"Bearer {tokens[bad]}"
     before = len(world.recorder.authorization), TENANTS.write_count(world.db)
@@ -240,13 +235,32 @@ async def test_a_bad_token_gets_401_and_no_backend_call(world: World, bad: str) 
     assert (len(world.recorder.authorization), TENANTS.write_count(world.db)) == before
 
 
-async def test_protected_resource_metadata_names_the_issuer_and_every_scope(world: World) -> None:
+async def test_protected_resource_metadata_names_only_configured_authorization_servers(world: World) -> None:
+    """Static tokens come from no authorization server: the metadata names none (never the gateway itself), so an
+    OAuth-discovering host does not try to log in against the gateway."""
     async with httpx.AsyncClient() as http:
-        response = await http.get(world.jwt_url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
+        response = await http.get(world.static_url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
+        refused = await http.post(world.static_url, json=INITIALIZE, headers=POST_HEADERS)
     body = response.json()
-    assert body["resource"] == world.jwt_url
+    assert body["resource"] == world.static_url
+    assert "authorization_servers" not in body
+    assert {"tenants:read", "tenants:reset"} <= set(body["scopes_supported"])
+    assert "resource_metadata=" in refused.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("verifier", ["jwt", "introspection"])
+async def test_protected_resource_metadata_names_the_issuer_and_every_scope(world: World, verifier: str) -> None:
+    url = world.jwt_url if verifier == "jwt" else world.introspection_url
+    async with httpx.AsyncClient() as http:
+        response = await http.get(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"))
+        rebound = await http.get(
+            url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"), headers={"Host": "rebind.example.com"}
+        )
+    body = response.json()
+    assert body["resource"] == url
     assert body["authorization_servers"] == [ISSUER]
     assert {"tenants:read", "tenants:reset"} <= set(body["scopes_supported"])
+    assert rebound.status_code == 421
 
 
 async def test_tools_list_shows_each_caller_only_what_its_scopes_allow(world: World) -> None:
@@ -260,16 +274,44 @@ async def test_tools_list_shows_each_caller_only_what_its_scopes_allow(world: Wo
     assert admin_tools == {"list_tenants", "preview_tenant_reset", "reset_tenant"}
 
 
-async def test_a_hidden_tool_answers_exactly_like_an_unknown_one(world: World) -> None:
+class CallAnswers(list[tuple[str, int, str, Any]]):
+    """Every tools/call answer as the client received it: tool, HTTP status, content type and the JSON-RPC error
+    (an SSE stream's last event, or the JSON body), the tool's name masked."""
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        request = response.request
+        if request.method != "POST" or json.loads(request.content).get("method") != "tools/call":
+            return
+        name = json.loads(request.content)["params"]["name"]
+        await response.aread()
+        kind = response.headers.get("content-type", "").split(";")[0]
+        text = response.text
+        if kind == "text/event-stream":
+            text = [line for line in text.splitlines() if line.startswith("data:") and line[5:].strip()][-1][5:]
+        error = json.loads(text)["error"]
+        self.append((name, response.status_code, kind, json.dumps(error).replace(name, "NAME")))
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_hidden_tool_answers_exactly_like_an_unknown_one(world: World, era: str) -> None:
+    """Same status, same content type (a hidden write tool gets no event stream), same error, name aside."""
     reader = token(world.jwt_url, client="reader-app", scopes="tenants:read")
+    seen = CallAnswers()
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {reader}"}, timeout=30, event_hooks={"response": [seen]}
+    )
+    mode = "legacy" if era == "2025-11-25" else "auto"
     before = TENANTS.write_count(world.db)
-    async with client(world.jwt_url, reader) as c:
+    args = {"planId": "pl_AAAAAAAAAAAAAAAAAAAAAA", "idempotencyKey": new_key()}
+    async with Client(streamable_http_client(world.jwt_url, http_client=http), mode=mode) as c:
         with pytest.raises(MCPError) as hidden:
-            await c.call_tool("reset_tenant", {"planId": "pl_AAAAAAAAAAAAAAAAAAAAAA", "idempotencyKey": new_key()})
+            await c.call_tool("reset_tenant", args)
         with pytest.raises(MCPError) as unknown:
-            await c.call_tool("reset_tenantz", {"planId": "pl_AAAAAAAAAAAAAAAAAAAAAA", "idempotencyKey": new_key()})
+            await c.call_tool("reset_tenantz", args)
     assert hidden.value.code == unknown.value.code == types.INVALID_PARAMS
     assert hidden.value.message.replace("reset_tenant", "X") == unknown.value.message.replace("reset_tenantz", "X")
+    assert [answer[0] for answer in seen] == ["reset_tenant", "reset_tenantz"]
+    assert seen[0][1:] == seen[1][1:]
     assert TENANTS.write_count(world.db) == before
 
 
@@ -311,9 +353,15 @@ async def test_introspected_tokens_are_checked_at_the_endpoint(world: World) -> 
         listed = await c.call_tool("list_tenants", {})
     assert not listed.is_error
     async with httpx.AsyncClient() as http:
-        for bad in ("opaque-unknown", "opaque-expired"):
+        for bad in (
+            "opaque-unknown",
+            "opaque-expired",
+            "opaque-no-audience",
+            "opaque-other-api",
+            "opaque-other-issuer",
+        ):
             response = await http.post(
-                world.introspection_url, json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {bad}"}
+                world.introspection_url, json=INITIALIZE, headers={**POST_HEADERS, "Authorization": f"Bearer {bad}"}
             )
             assert response.status_code == 401
 
@@ -325,7 +373,7 @@ async def test_probes_and_metrics_answer_without_verifying_a_token(world: World)
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {unseen}"}) as http:
         answers = [(await http.get(f"{base}{path}")).status_code for path in ("/healthz", "/readyz", "/metrics")]
         assert unseen not in world.recorder.introspected
-        refused = await http.post(world.introspection_url, json=INITIALIZE, headers=HEADERS)
+        refused = await http.post(world.introspection_url, json=INITIALIZE, headers=POST_HEADERS)
     assert answers == [200, 200, 200]
     assert refused.status_code == 401
     assert world.recorder.introspected.count(unseen) == 1

@@ -28,7 +28,12 @@ pytestmark = pytest.mark.anyio
     ],
 )
 def test_only_a_write_tool_call_needs_a_stream(message: Any, needs_stream: bool) -> None:
-    assert stream_for_tools(["reset_tenant"])(message) is needs_stream
+    assert stream_for_tools(["reset_tenant"], lambda tool: True)(message) is needs_stream
+
+
+def test_a_write_tool_hidden_from_the_caller_gets_no_stream_like_an_unknown_one() -> None:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "reset_tenant"}}
+    assert stream_for_tools(["reset_tenant"], lambda tool: tool != "reset_tenant")(call) is False
 
 
 async def test_the_event_store_keeps_only_streamed_requests_and_is_bounded() -> None:
