@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# redis-server for the shared-store tests. The tests start their own server on a free loopback port and stop
-# it afterwards, so nothing is started here: only the binary is installed (Debian's package), when missing.
+# redis-server and redis-sentinel for the shared-store tests. The tests start their own servers on free loopback
+# ports and stop them afterwards, so nothing is started here: only the binaries are installed (Debian's
+# packages), when missing.
 set -euo pipefail
-if command -v redis-server >/dev/null 2>&1; then
+if command -v redis-server >/dev/null 2>&1 && command -v redis-sentinel >/dev/null 2>&1; then
     redis-server --version
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-    echo "setup-redis: redis-server is missing and installing it needs root (apt-get install redis-server)" >&2
+    echo "setup-redis: redis-server or redis-sentinel is missing and installing needs root" >&2
     exit 1
 fi
 # Keep the package's maintainer scripts from starting a daemon (the Docker idiom); removed again on exit.
@@ -19,5 +20,5 @@ if [ ! -e "$policy" ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-apt-get install -y --no-install-recommends redis-server
+apt-get install -y --no-install-recommends redis-server redis-sentinel
 redis-server --version

@@ -1,9 +1,10 @@
 """``python -m bench`` (or ``bench/run``): the gateway beside a plain pass-through proxy, in one run, on loopback.
 
 Sections (``--only`` picks some): ``read`` (gateway vs direct vs mcp-proxy at 1/8/32 clients), ``own`` (the
-gateway's in-process cost per call), ``write`` (preview + confirmed reset per store), ``scale`` (10 / 10,000 /
-100,000 tenants), ``memory`` (RSS with 100,000 live plans and records). Everything is bounded in time and count
-and every process started here is stopped on exit. Results: ``OUT/results.json`` and ``OUT/results.png``.
+gateway's in-process cost per call), ``write`` (preview + confirmed reset per store), ``mixed`` (read latency
+while 8 callers write), ``scale`` (10 / 10,000 / 100,000 tenants), ``memory`` (RSS with 100,000 live plans and
+records). Everything is bounded in time and count and every process started here is stopped on exit. Results:
+``OUT/results.json`` and ``OUT/results.png``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import inprocess, procs, readpath, report, scale, writepath
+from bench import inprocess, mixed, procs, readpath, report, scale, writepath
 
-SECTIONS = ["read", "own", "write", "scale", "memory"]
+SECTIONS = ["read", "own", "write", "mixed", "scale", "memory"]
 TOOLS_PYTHON = procs.ROOT / "bench" / ".venv-tools" / "bin" / "python"
 
 
@@ -132,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                 max_ops=5_000,
                 log=log,
             )
+        if "mixed" in only:
+            log(f"mixed load (read latency while {mixed.WRITERS} callers run confirmed writes, SQLite store):")
+            results["mixed"] = mixed.run(work, rounds=rounds, seconds=2.0 if quick else 5.0, log=log)
         if "scale" in only:
             log("scale (list page, walk through every tenant, preview):")
             results["scale"] = scale.run(

@@ -73,6 +73,23 @@ def markdown(results: dict[str, Any]) -> str:
                     f"{row['preview_median_ms']} | {row['reset_median_ms']} | {row['errors']} |"
                 )
         lines.append("")
+    mixed = results.get("mixed")
+    if mixed:
+        lines += [
+            "### Mixed load (list_tenants while 8 callers run confirmed writes)",
+            "",
+            "| store | idle read median ms | idle read p99 ms | loaded read median ms | loaded read p99 ms "
+            "| p99 loaded / idle | confirmed writes/s, 8 callers (alone) | (beside the reader) | errors |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for store, row in mixed.items():
+            idle, loaded = row["idle_read"], row["mixed_read"]
+            lines.append(
+                f"| {store} | {idle['median_ms']} | {idle['p99_ms']} | {loaded['median_ms']} | {loaded['p99_ms']} | "
+                f"**{row['read_p99_ratio']}** | {row['writes_per_s_alone']} | {row['writes_per_s_with_reader']} | "
+                f"{row['write_errors']} |"
+            )
+        lines.append("")
     scale = results.get("scale")
     if scale:
         lines += [
@@ -129,6 +146,10 @@ def goals(results: dict[str, Any]) -> list[str]:
         out.append(
             f"own cost per confirmed write (sqlite store) {write_cost} ms (goal < 3 ms): {_met(write_cost, 3.0)}"
         )
+    mixed = results.get("mixed", {}).get("sqlite")
+    if mixed:
+        ratio = mixed["read_p99_ratio"]
+        out.append(f"read p99 under 8 writing callers / idle read p99 = {ratio} (goal <= 2): {_met(ratio, 2.0)}")
     scale = results.get("scale", {})
     if scale:
         largest = max(scale, key=int)

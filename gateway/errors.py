@@ -140,6 +140,11 @@ class StoreUnavailable(Exception):
     """The state store could not be reached (a shared store's server is down or unreachable); fail closed."""
 
 
+class StoreInUse(Exception):
+    """Another process serves this store, and the store serves one process at a time (SQLite); the message is a
+    sentence naming that process."""
+
+
 def markdown_table() -> str:
     """The troubleshooting table of the README, one row per code."""
     rows = ["| code | what happened | what to do |", "| --- | --- | --- |"]

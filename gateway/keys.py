@@ -1,7 +1,10 @@
-"""The gateway's secret keys: they seal 2026 ``requestState`` and sign list cursors.
+"""The gateway's secret keys, each a ring (comma-separated; the first signs, all verify, for rotation) from the
+environment, or generated once into the state directory so that a demo needs no setup and a restart still
+accepts what it signed before:
 
-From ``GATEWAY_SECRET_KEY`` (comma-separated; the first signs, all verify, for rotation), or generated once
-into the state directory so that a demo needs no setup and a restart still accepts old cursors and states.
+    GATEWAY_SECRET_KEY   secret.key   seals 2026 ``requestState`` and signs list cursors
+    GATEWAY_AUDIT_KEY    audit.key    seals the audit chain (gateway.audit.chain); kept apart from the audit
+                                      store, so whoever can edit the store cannot re-seal an edited entry
 """
 
 from __future__ import annotations
@@ -12,17 +15,28 @@ from pathlib import Path
 
 ENV_VAR = "GATEWAY_SECRET_KEY"
 KEY_FILE = "secret.key"
+AUDIT_ENV_VAR = "GATEWAY_AUDIT_KEY"
+AUDIT_KEY_FILE = "audit.key"
 
 
 def load_keys(state_dir: Path) -> list[bytes]:
-    """The key ring, newest first."""
-    configured = os.environ.get(ENV_VAR, "").strip()
+    """The secret key ring, newest first."""
+    return _ring(state_dir, ENV_VAR, KEY_FILE)
+
+
+def load_audit_keys(state_dir: Path) -> list[bytes]:
+    """The audit chain's key ring, newest first."""
+    return _ring(state_dir, AUDIT_ENV_VAR, AUDIT_KEY_FILE)
+
+
+def _ring(state_dir: Path, env_var: str, file_name: str) -> list[bytes]:
+    configured = os.environ.get(env_var, "").strip()
     if configured:
         keys = [part.strip().encode() for part in configured.split(",") if part.strip()]
         if any(len(key) < 32 for key in keys):
-            raise ValueError(f"{ENV_VAR}: every key must be at least 32 characters of secret randomness")
+            raise ValueError(f"{env_var}: every key must be at least 32 characters of secret randomness")
         return keys
-    file = state_dir / KEY_FILE
+    file = state_dir / file_name
     if not file.exists():
         state_dir.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

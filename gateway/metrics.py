@@ -8,6 +8,9 @@ gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
 gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
+gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
+                                                caller, code and minute, not one entry each: gateway.audit.floods)
+gateway_audit_stream_total{sink, result}        audit entries streamed out: sent, failed, dropped (queue full)
 """
 
 from __future__ import annotations
@@ -61,6 +64,15 @@ class Metrics:
             ["decision"],
             buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600),
             registry=self.registry,
+        )
+        self.refusals_before_plan = Counter(
+            "gateway_refusals_before_plan",
+            "Write calls refused before reaching a plan or key.",
+            ["tool", "code"],
+            registry=self.registry,
+        )
+        self.audit_stream = Counter(
+            "gateway_audit_stream", "Audit entries streamed to sinks.", ["sink", "result"], registry=self.registry
         )
 
     def observe_backend(self, action: str, result: str, seconds: float) -> None:

@@ -21,6 +21,7 @@ from gateway.backend.reads import TargetReader
 from gateway.catalog import PublishedTool
 from gateway.config import GatewayConfig, PreviewTool, ReadTool, WriteTool
 from gateway.errors import Code, ToolError
+from gateway.printable import columns, printable
 from gateway.runtime import load_catalog
 from gateway.templates import MISSING, at_path
 
@@ -240,10 +241,7 @@ def tool_table(catalog: dict[str, PublishedTool]) -> str:
                 action,
             )
         )
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return columns(rows)
 
 
 def _explain(err: ToolError) -> str:
@@ -258,7 +256,7 @@ async def _backend_says(probe: Probe, err: ToolError, action: str, payload: dict
         reply = await probe.backend.read(action, payload)
     except BackendUnavailable:
         return _explain(err)
-    return f"{_explain(err)} It said: {reply.text[:200]}" if reply.is_error else _explain(err)
+    return f"{_explain(err)} It said: {printable(reply.text[:200])}" if reply.is_error else _explain(err)
 
 
 def _peek(item: Any) -> str:

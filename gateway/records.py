@@ -81,7 +81,8 @@ class Claim:
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One decision of a write tool. ``seq``, ``prev_hash`` and ``hash`` are set by the store (the chain)."""
+    """One decision of a write tool. ``seq``, ``prev_hash``, ``key_id`` and ``hash`` are set by the store when it
+    seals the entry into the chain (gateway.audit.chain)."""
 
     at: float
     caller: str
@@ -98,6 +99,7 @@ class AuditEntry:
     seq: int = 0
     prev_hash: str = ""
     hash: str = ""
+    key_id: str = ""
 
 
 @dataclass(frozen=True)

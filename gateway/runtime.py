@@ -10,18 +10,20 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 
 from gateway.approvals.notify import Notifier
+from gateway.audit import sinks, trail
+from gateway.audit.chain import ChainKeys
+from gateway.audit.floods import RefusalCounter
 from gateway.backend import Backend
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
 from gateway.catalog import PublishedTool, build_catalog
 from gateway.config import GatewayConfig, PreviewTool
 from gateway.cursor import CursorCodec
-from gateway.keys import load_keys
+from gateway.keys import load_audit_keys, load_keys
 from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
@@ -40,6 +42,7 @@ class Gateway:
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
     unsettled: Unsettled = field(default_factory=Unsettled)
+    refusals: RefusalCounter = field(default_factory=RefusalCounter)
     notifier: Notifier | None = None
     """Delivers approval webhooks in the background (started by open_gateway)."""
     served_at: str | None = None
@@ -90,24 +93,41 @@ async def load_catalog(config: GatewayConfig, reader: TargetReader) -> dict[str,
 
 @asynccontextmanager
 async def open_gateway(
-    config: GatewayConfig, *, clock: Callable[[], float] = time.time, opener: Opener | None = None
+    config: GatewayConfig,
+    *,
+    clock: Callable[[], float] = time.time,
+    opener: Opener | None = None,
+    serving: str | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Open the store and the backend client; close both on exit. Changes no state.
+    """Open the store, the backend client and the audit stream; close them on exit. Changes no state.
 
-    ``opener`` replaces how the backend connection is opened (tests run the legacy server in process)."""
+    ``opener`` replaces how the backend connection is opened (tests run the legacy server in process).
+    ``serving`` (``serve`` alone) describes this process and takes the store for it before the backend starts
+    (Store.serve_from: a SQLite store another process serves raises StoreInUse)."""
     metrics = Metrics()
-    store = TimedStore(open_store(config.gateway.store), metrics.store_seconds)
+    state_dir = config.gateway.state_path()
+    chain_keys = ChainKeys(load_audit_keys(state_dir))
+    store = TimedStore(open_store(config.gateway.store, chain_keys), metrics.store_seconds)
     notifier = Notifier(config.approvals.webhooks)
     try:
+        if serving is not None:
+            await store.serve_from(serving)
         async with (
             McpBackend(
                 config.backend, observe=metrics.observe_backend, opener=opener, max_depth=config.limits.max_depth
             ) as backend,
+            sinks.open_feed(config.audit_stream, metrics.audit_stream) as feed,
             anyio.create_task_group() as background,
         ):
             background.start_soon(notifier.run)
-            keys = load_keys(Path(config.gateway.state_dir))
-            yield Gateway(config, backend, store, keys, clock, metrics, notifier=notifier)
-            background.cancel_scope.cancel()
+            sinks.attach(store, feed)
+            gw = Gateway(config, backend, store, load_keys(state_dir), clock, metrics, notifier=notifier)
+            try:
+                yield gw
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for report in gw.refusals.due():  # counts of repeated refusals not yet reported
+                        await trail.append(store, report)
+                background.cancel_scope.cancel()
     finally:
         await store.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 from typing import Any
 
@@ -18,11 +19,13 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
+from gateway import logs, tracing
 from gateway.catalog import PublishedTool, refuse_oversized
 from gateway.config import ReadTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.principal import readable
+from gateway.progress import Progress
 from gateway.runtime import Gateway
 from gateway.tools.listing import list_page
 from gateway.tools.preview import preview
@@ -52,6 +55,14 @@ def build_server(gw: Gateway) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        request_id = secrets.token_hex(8)  # the JSON-RPC id repeats (every terminal call is 2); this does not
+        tool = params.name if params.name in gw.config.tools else "(unknown)"
+        with logs.bound(request_id=request_id), tracing.span(f"tool {tool}", **{"gateway.request_id": request_id}):
+            return await on_call_tool_logged(ctx, params, request_id)
+
+    async def on_call_tool_logged(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams, request_id: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
         started = time.perf_counter()
         known = params.name in gw.config.tools
         outcome = "internal_error"
@@ -67,12 +78,15 @@ def build_server(gw: Gateway) -> Server[Any]:
             tool = params.name if known else "(unknown)"  # never a label per unknown name a caller made up
             gw.metrics.calls.labels(tool, outcome).inc()
             gw.metrics.call_seconds.labels(tool).observe(seconds)
+            caller = readable(current_caller(gw.config.gateway.stdio_caller))
+            tracing.annotate(**{"gateway.caller": caller, "gateway.outcome": outcome})
             calls_log.info(
                 "tools/call",
                 extra={
                     "call": {
-                        "request_id": str(ctx.request_id),
-                        "caller": readable(current_caller(gw.config.gateway.stdio_caller)),
+                        "request_id": request_id,
+                        "rpc_id": str(ctx.request_id),
+                        "caller": caller,
                         "tool": tool,
                         "outcome": outcome,
                         "ms": round(seconds * 1000, 2),
@@ -138,7 +152,7 @@ async def _call(
     caller = current_caller(gw.config.gateway.stdio_caller)
     config = published.config
     if isinstance(config, WriteTool):
-        call = WriteCall(gw, published.name, config, gw.config.preview_of(config), caller)
+        call = WriteCall(gw, published.name, config, gw.config.preview_of(config), caller, Progress(ctx.session))
         outcome = await run_write(call, ctx, params, lambda: _admitted(gw, published, params))
         if isinstance(outcome, types.InputRequiredResult):
             return outcome

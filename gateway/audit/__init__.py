@@ -1,7 +1,8 @@
-"""The audit trail: one entry per decision of a write tool, hash-chained, kept by the store.
+"""The audit trail: one entry per decision of a write tool, in a keyed hash chain, kept by the store.
 
-    chain     sealing an entry into the hash chain, and verifying a chain        (pure; used by every store)
-    trail     writing entries: the policy when one cannot be stored, and the entries start-up recovery adds
+    chain     sealing an entry into the keyed chain, verifying a chain, trim checkpoints  (pure; every store)
+    trail     writing entries: where one is known stored, the policy when one cannot be, recovery's entries
+    floods    refusals that never reached a plan: the first per caller, code and minute, then a count  (pure)
     display   reading them: ``audit list``'s filters and table
 
 The write tool (gateway.tools.write) decides what an entry says; this package decides how it is kept and shown.

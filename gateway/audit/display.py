@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 from gateway.principal import readable
+from gateway.printable import columns
 from gateway.records import AuditEntry
 
 
 def when(entry: AuditEntry) -> str:
     """The entry's time in RFC 3339 UTC."""
     return datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def entry_json(entry: AuditEntry) -> dict[str, Any]:
+    """An entry as one JSON object, its time in RFC 3339 UTC (``audit list --json``, the audit stream)."""
+    return {**dataclasses.asdict(entry), "at": when(entry)}
 
 
 def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:
@@ -23,7 +31,7 @@ def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since:
 
 
 def table(entries: list[AuditEntry]) -> str:
-    """Entries as aligned columns, oldest first."""
+    """Entries as aligned columns, oldest first, every cell escaped (gateway.printable)."""
     rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "key")]
     for entry in entries:
         outcome = (
@@ -45,7 +53,4 @@ def table(entries: list[AuditEntry]) -> str:
                 entry.idempotency_key or "",
             )
         )
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return columns(rows)

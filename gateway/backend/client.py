@@ -37,6 +37,7 @@ from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
 from gateway.config import BackendSection
 from gateway.records import Reply
+from gateway.tracing import inject_traceparent, span
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,10 @@ class McpBackend:
 
     async def call(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """Send one god-tool call; raise BackendUnavailable or OutcomeLost as documented above."""
+        with span(f"backend {action}"):
+            return await self._call(action, payload, read_timeout)
+
+    async def _call(self, action: str, payload: dict[str, Any], read_timeout: float | None) -> Reply:
         started = time.perf_counter()
         try:
             client = await self._connection()
@@ -192,8 +197,10 @@ def opener_for(config: BackendSection) -> Opener:
 
     def open_stdio() -> AbstractAsyncContextManager[Client]:
         assert config.command is not None
+        if config.cwd is not None:  # the built-in config's is the state directory, which may not exist yet
+            Path(config.cwd).mkdir(parents=True, exist_ok=True)
         params = StdioServerParameters(
-            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env)
+            command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env), cwd=config.cwd
         )
         return _client_over(bounded_stdio(params, config.max_result_bytes, sys.stderr), None)
 
@@ -202,7 +209,10 @@ def opener_for(config: BackendSection) -> Opener:
         headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
         headers["accept-encoding"] = "identity"  # the cap counts the bytes as they arrive: no compressed bombs
         capped = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
-        http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds, transport=capped)
+        hooks = {"request": [inject_traceparent]}  # W3C trace context for the backend's HTTP side too
+        http = httpx2.AsyncClient(
+            headers=headers, timeout=config.call_timeout_seconds, transport=capped, event_hooks=hooks
+        )
         transport = streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_result_bytes)
         return _client_over(transport, http)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError, model_validator
 
+from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.mapping import (
     Call,
@@ -30,6 +31,7 @@ from gateway.config.mapping import (
     WriteTool,
 )
 from gateway.config.sections import (
+    AuditStreamSection,
     AuthSection,
     BackendSection,
     GatewaySection,
@@ -50,6 +52,7 @@ __all__ = [
     "ApprovalRule",
     "ApprovalsSection",
     "ApproverToken",
+    "AuditStreamSection",
     "AuthSection",
     "BackendSection",
     "Call",
@@ -81,7 +84,8 @@ __all__ = [
     "to_toml",
 ]
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent.parent / "config" / "gateway.toml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "gateway.toml"
+"""The built-in config (package data): the demo backend as a stdio child, state in the platform state dir."""
 
 
 class ConfigError(Exception):
@@ -94,6 +98,7 @@ DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write"
 class GatewayConfig(Model):
     gateway: GatewaySection = GatewaySection()
     logging: LoggingSection = LoggingSection()
+    audit_stream: AuditStreamSection = AuditStreamSection()
     limits: Limits = Limits()
     auth: AuthSection = AuthSection()
     http: HttpSection = HttpSection()
@@ -184,21 +189,27 @@ class GatewayConfig(Model):
 
 
 def load_config(path: str | Path | None = None) -> GatewayConfig:
-    """Read and validate a TOML file; raise ConfigError with sentences naming the keys."""
-    file = Path(path) if path is not None else DEFAULT_CONFIG
+    """Read and validate a TOML file, its relative paths taken from its folder (gateway.config.paths); raise
+    ConfigError with sentences naming the keys. No path: the built-in config, state in the platform state dir."""
+    file = Path(path).expanduser().absolute() if path is not None else DEFAULT_CONFIG
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file} is not valid TOML: {exc}") from None
-    return parse_config(data, source=str(file))
+    if file.resolve() == DEFAULT_CONFIG:
+        return parse_config(data, source=str(file), base=paths.platform_state_dir(), builtin=True)
+    return parse_config(data, source=str(file), base=file.parent)
 
 
-def parse_config(data: dict[str, Any], source: str = "config") -> GatewayConfig:
-    """Validate already-parsed TOML data."""
+def parse_config(
+    data: dict[str, Any], source: str = "config", base: Path | None = None, *, builtin: bool = False
+) -> GatewayConfig:
+    """Validate already-parsed TOML data; relative paths are taken from ``base`` (default: the working
+    directory). ``builtin``: the state directory defaults to ``base`` itself instead of ``base/var``."""
     try:
-        return GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
@@ -210,6 +221,21 @@ def parse_config(data: dict[str, Any], source: str = "config") -> GatewayConfig:
                 message = "required key is missing"
             lines.append(f"{key}: {message}" if key else message)
         raise ConfigError(f"invalid configuration in {source}:\n  " + "\n  ".join(lines)) from None
+    return resolved(config, base or Path.cwd(), builtin=builtin)
+
+
+def resolved(config: GatewayConfig, base: Path, *, builtin: bool = False) -> GatewayConfig:
+    """The config with every path absolute and the backend's placeholders filled (see gateway.config.paths)."""
+    gateway = paths.resolve_gateway(config.gateway, base, base if builtin else base / "var")
+    assert gateway.state_dir is not None
+    return config.model_copy(
+        update={
+            "gateway": gateway,
+            "backend": paths.resolve_backend(config.backend, base, gateway.state_dir),
+            "auth": paths.resolve_auth(config.auth, base),
+            "audit_stream": paths.resolve_audit_stream(config.audit_stream, base),
+        }
+    )
 
 
 def to_toml(data: dict[str, Any]) -> str:

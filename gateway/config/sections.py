@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,14 +22,34 @@ class Model(BaseModel):
 
 class GatewaySection(Model):
     name: str = "mcp-safety-gateway"
-    store: str = "sqlite:var/gateway.db"
-    state_dir: str = "var"
+    store: str = "sqlite:{state_dir}/gateway.db"
+    state_dir: str | None = None  # resolved when the file is loaded (gateway.config.paths)
     stdio_caller: str = Field("local", pattern=r"^[^\[]")  # "[..." is how token callers are spelled (principal.py)
+
+    def state_path(self) -> Path:
+        """The state directory (absolute once the config is loaded)."""
+        return Path(self.state_dir or "var")
 
 
 class LoggingSection(Model):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["json", "text"] = "json"
+
+
+class AuditStreamSection(Model):
+    """Audit entries streamed out as they are stored (gateway.audit.sinks): a JSONL file, a signed webhook."""
+
+    file: str | None = None
+    webhook_url: str | None = None
+    webhook_secret_env: str | None = None
+    webhook_timeout_seconds: float = Field(5.0, gt=0)
+    max_queue: int = Field(1000, ge=1)
+
+    @model_validator(mode="after")
+    def _webhook_is_signed(self) -> AuditStreamSection:
+        if self.webhook_url is not None and not self.webhook_secret_env:
+            raise ValueError("webhook_url needs webhook_secret_env (the variable holding the HMAC secret)")
+        return self
 
 
 class Limits(Model):
@@ -169,6 +190,7 @@ class BackendSection(Model):
     command: str | None = None
     args: list[str] = []
     env: dict[str, str] = {}
+    cwd: str | None = None  # where a stdio backend starts; resolved to the config's folder when unset
     url: str | None = None
     headers_from_env: dict[str, str] = {}
     tool: str = "manage_tenant"

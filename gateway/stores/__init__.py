@@ -1,6 +1,7 @@
 """State the write path keeps between calls: plans, idempotency records, nonces, locks, rate buckets, audit.
 
-``open_store(url)`` picks the implementation: ``memory``, ``sqlite:PATH`` or ``redis://…`` (shared by replicas).
+``open_store(url, keys)`` picks the implementation: ``memory``, ``sqlite:PATH``, or ``redis://…`` /
+``redis+sentinel://…`` (shared by replicas); ``keys`` seal its audit chain (gateway.audit.chain).
 Each is imported only when configured, so importing the interface loads no database driver.
 """
 
@@ -8,23 +9,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.audit.chain import ChainKeys
 from gateway.stores.base import Store, StoreUnavailable
 
 __all__ = ["Store", "StoreUnavailable", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """Open the store a config URL names."""
+def open_store(url: str, keys: ChainKeys | None = None) -> Store:
+    """Open the store a config URL names; ``keys`` seal its audit chain (a random key for this process only when
+    None: fine for tests and throwaway stores, but nothing it seals verifies anywhere else)."""
     if url == "memory":
         from gateway.stores.memory import MemoryStore
 
-        return MemoryStore()
+        return MemoryStore(keys)
     if url.startswith("sqlite:"):
         from gateway.stores.sqlite import SqliteStore
 
-        return SqliteStore(Path(url.removeprefix("sqlite:")))
-    if url.startswith(("redis://", "rediss://", "unix://")):
+        return SqliteStore(Path(url.removeprefix("sqlite:")), keys)
+    if url.startswith(("redis://", "rediss://", "unix://", "redis+sentinel://")):
         from gateway.stores.redis import RedisStore
 
-        return RedisStore(url)
-    raise ValueError(f"gateway.store: unsupported store URL {url!r} (use 'memory', 'sqlite:PATH' or 'redis://…')")
+        return RedisStore(url, keys)
+    raise ValueError(
+        f"gateway.store: unsupported store URL {url!r} "
+        "(use 'memory', 'sqlite:PATH', 'redis://…' or 'redis+sentinel://…')"
+    )

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from gateway.errors import StoreUnavailable
+from gateway.errors import StoreInUse, StoreUnavailable
 from gateway.records import Approval, AuditEntry, Claim, Decision, Expired, KeyRecord, Plan
 
-__all__ = ["Store", "StoreUnavailable", "approval_from_json", "approval_json", "claim_refusal"]
+__all__ = ["Store", "StoreInUse", "StoreUnavailable", "approval_from_json", "approval_json", "claim_refusal"]
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
@@ -45,8 +45,10 @@ class Store(Protocol):
         """Undo a claim whose write was never sent: forget the key, unmark the plan."""
         ...
 
-    async def settle(self, record: KeyRecord) -> None:
-        """Record the outcome under the key and delete the plan, atomically."""
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        """Record the outcome under the key and delete the plan, atomically. With ``entry``, append it to the
+        audit first: in the same transaction where the store has one (SQLite, memory: one fsync, and a crash
+        keeps both or neither), else just before (Redis). Returns the entry as stored (sealed), if any."""
         ...
 
     async def consume_plan(self, plan_id: str) -> bool:
@@ -56,6 +58,12 @@ class Store(Protocol):
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         """True the first time a nonce is used within its TTL, False after."""
+        ...
+
+    async def serve_from(self, holder: str) -> None:
+        """At start-up, before recovery: make this process one that serves the store. A store that serves one
+        process at a time (SQLite) raises StoreInUse naming the process that holds it; ``holder`` describes
+        this one to the next process that tries."""
         ...
 
     async def recover_in_flight(self) -> list[KeyRecord]:
@@ -68,8 +76,14 @@ class Store(Protocol):
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        """Append an entry, sealed into the hash chain (gateway/audit/chain.py) atomically."""
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        """Append an entry, sealed into the chain (gateway/audit/chain.py) atomically; returns it as stored."""
+        ...
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        """Delete the oldest entries, up to the first at or after ``before``, and append a checkpoint naming the
+        last one deleted (so the rest still verifies), in one atomic step; the checkpoint, or None if nothing
+        was older."""
         ...
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...

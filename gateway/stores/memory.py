@@ -10,7 +10,7 @@ from typing import Any
 
 from cachetools import TLRUCache
 
-from gateway.audit.chain import sealed
+from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
@@ -26,7 +26,8 @@ def _until(_key: Any, value: tuple[Any, float], _now: float) -> float:
 class MemoryStore:
     """Plans, keys and nonces in TTL maps; the audit in a list."""
 
-    def __init__(self) -> None:
+    def __init__(self, keys: ChainKeys | None = None) -> None:
+        self._keys = keys or ChainKeys.ephemeral()
         self._plans: TLRUCache[str, tuple[Plan, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._records: TLRUCache[tuple[str, str], tuple[KeyRecord, float]] = TLRUCache(
             MAX_ITEMS, _until, timer=time.time
@@ -68,10 +69,13 @@ class MemoryStore:
         if found is not None and found[0].in_use_by == record.key:
             self._plans[record.plan_id] = (replace(found[0], in_use_by=None), found[1])
 
-    async def settle(self, record: KeyRecord) -> None:
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        # No await in here: the entry and the outcome are stored in one step.
+        stored = self._append(entry) if entry is not None else None
         _, until = self._records[(record.caller, record.key)]
         self._records[(record.caller, record.key)] = (record, until)
         self._plans.pop(record.plan_id, None)
+        return stored
 
     async def consume_plan(self, plan_id: str) -> bool:
         found = self._plans.get(plan_id)
@@ -86,6 +90,9 @@ class MemoryStore:
         self._nonces[nonce] = (None, now + ttl)
         return True
 
+    async def serve_from(self, holder: str) -> None:
+        return None  # nothing outside this process can see it
+
     async def recover_in_flight(self) -> list[KeyRecord]:
         return []  # a new process starts with an empty memory store
 
@@ -95,8 +102,22 @@ class MemoryStore:
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        self._audit.append(sealed(entry, self._audit[-1] if self._audit else None))
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return self._append(entry)
+
+    def _append(self, entry: AuditEntry) -> AuditEntry:
+        stored = sealed(entry, self._audit[-1] if self._audit else None, self._keys)
+        self._audit.append(stored)
+        return stored
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        cut = next((n for n, entry in enumerate(self._audit) if entry.at >= before), len(self._audit))
+        if cut == 0:
+            return None
+        stored = sealed(checkpoint(self._audit[cut - 1], cut, before, now), self._audit[-1], self._keys)
+        self._audit[:cut] = []
+        self._audit.append(stored)
+        return stored
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for entry in list(self._audit):

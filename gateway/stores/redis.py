@@ -1,9 +1,9 @@
 """The shared store: several gateway replicas keep plans, keys, nonces, locks and the audit in one Redis.
 
-``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS).
-``lock_lease`` and ``prefix`` are ours; every other query parameter is redis-py's (``socket_timeout``, ...).
-Use one Redis primary at a stable address (standalone, or failed over by Sentinel behind a DNS name or VIP),
-not Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
+``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS), or
+``redis+sentinel://h1:26379,h2:26379,h3:26379/SERVICE/0?...``; gateway/stores/redis_url.py says which query
+parameters are ours and which redis-py's. Use one Redis primary (standalone, or failed over by Sentinel), not
+Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
 back ignoring unknown fields, so adding a field to Plan, KeyRecord or AuditEntry breaks neither old records nor
 a rolling upgrade.
 
@@ -14,7 +14,7 @@ Keys, under ``prefix``::
     nonce:<nonce>          string                                    SET NX PX: single use within its TTL
     lock:<target>          string  "<fence>:<random>" of the holder  SET PX lease, renewed while held
     fence:<target>         integer                                   INCR on every acquire, never reset
-    audit                  list    one AuditEntry JSON per decision  RPUSH
+    audit                  list    one AuditEntry JSON per decision  RPUSH; trim: LTRIM + checkpoint, one MULTI
     approval:<id>          hash    body, rev                         expires an hour after the plan would
     approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
     writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
@@ -42,17 +42,27 @@ task (a context variable); a token that is no longer the lock's value is a stale
 - ``recover_in_flight`` at start-up applies the same rule to every key. It cannot settle everything in flight
   as SQLite does: the other replicas are still running.
 
-Guarantee: one key never reaches the backend twice (the claim is atomic and a claimed key never returns to
-free unless its call was never sent). For one target, writes through gateways are serialised by the lock and
-the version re-check under it, as long as a holder's write finishes while it holds the lease: a live holder
-renews it, and the lease (default 60 s) must comfortably exceed the backend call timeout, so that the write of
-a holder that died mid-call has landed or failed before another replica can take the target. The store cannot
+Replication. A claim is followed on the same connection by ``WAIT min_replicas replica_wait`` (1 replica by
+default with Sentinel): a claim no replica acknowledged in time is released and the call refused, so a failover
+to a replica cannot lose a claim whose write was then sent. Settles and audit entries are not waited for: one
+lost in a failover leaves the key in flight, which reads ``unknown`` once its lock lapses.
+
+Guarantee: one key never reaches the backend twice (the claim is atomic, replicated before the call, and a
+claimed key never returns to free unless its call was never sent). For one target, writes through gateways are
+serialised by the lock and the version re-check under it, as long as a holder's write finishes while it holds
+the lease: a live holder renews it, and the lease (default 60 s) must exceed the longest write timeout by more
+than 5 s (``check`` and ``serve`` refuse a config where it does not), so that the write of a holder that died
+mid-call has landed or failed before another replica can take the target. The store cannot
 stop a write already sent: the legacy backend takes no fence token, so a holder stalled between its claim and
 its backend call for longer than the lease could still race the next holder. Durability is Redis's: use AOF
 (docs/deployment.md) or a restart forgets keys.
 
 Connection loss fails closed: every operation raises StoreUnavailable, which the write path turns into a
-refusal before anything is sent; redis-py reconnects on the next call. Lock release and renewal never raise.
+refusal before anything is sent; redis-py reconnects on the next call. A Redis that stops answering with its
+connections open (paused) fails the same way within ``socket_timeout`` times ``1 + retries`` (1 s and 2 by
+default). Lock release and renewal never raise. The audit entry of a write's outcome is appended just before its
+settle (a Lua script cannot compute the chain's HMAC), so a crash in between leaves the entry and a key in
+flight that later reads ``unknown``.
 """
 
 from __future__ import annotations
@@ -66,27 +76,26 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import anyio
 import redis.asyncio as aioredis
-from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, ReadOnlyError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from gateway.audit.chain import sealed
+from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import StoreUnavailable, approval_from_json, approval_json
 from gateway.stores.locks import KeyedLocks
+from gateway.stores.redis_url import parse_url
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LEASE_SECONDS = 60.0
-DEFAULT_PREFIX = "gateway:"
 AUDIT_PAGE = 500
 # A Redis that is down, unreachable, full (maxmemory with noeviction) or demoted to a read-only replica.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
@@ -231,14 +240,28 @@ return 0
 class RedisStore:
     """Plans, keys, nonces, locks and the audit in one Redis shared by every replica."""
 
-    def __init__(self, url: str) -> None:
-        redis_url, self.lease, self.prefix = parse_url(url)
-        self._redis = aioredis.Redis.from_url(
-            redis_url,
-            decode_responses=True,
-            # Fail closed within seconds when Redis is gone, rather than after redis-py's ten retries.
-            retry=Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=3),
-        )
+    def __init__(self, url: str, keys: ChainKeys | None = None) -> None:
+        self.config = parse_url(url)
+        self.lease, self.prefix = self.config.lease, self.config.prefix
+        self._keys = keys or ChainKeys.ephemeral()
+        # Fail closed within seconds when Redis is gone or stalled: a socket timeout (parse_url's default) and a
+        # few quick retries, rather than redis-py's wait forever.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=self.config.retries)
+        self._sentinel: Sentinel | None = None
+        if self.config.sentinels:
+            options = _socket_options(self.config.options)
+            self._sentinel = Sentinel(self.config.sentinels, sentinel_kwargs=options)  # type: ignore[no-untyped-call]
+            self._redis: aioredis.Redis = self._sentinel.master_for(
+                self.config.service,
+                decode_responses=True,
+                retry=retry,
+                db=self.config.db,
+                username=self.config.username,
+                password=self.config.password,
+                **self.config.options,
+            )
+        else:
+            self._redis = aioredis.Redis.from_url(self.config.url, decode_responses=True, retry=retry)
         self._scripts = {
             name: self._redis.register_script(text)
             for name, text in [
@@ -288,7 +311,14 @@ class RedisStore:
         ]
         owner = self._token(record.target)
         args = [_dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key]
-        answer = await self._script("claim", keys, args)
+        answer, acknowledged = await self._claim_replicated(keys, args)
+        if answer[0] == "claimed" and acknowledged < self.config.min_replicas:
+            # Replication is asynchronous: a claim only the primary holds can vanish in a failover, and the key be
+            # claimed again. Fail closed before anything is sent.
+            await self.release(record)
+            raise StoreUnavailable(
+                f"the claim reached {acknowledged} of {self.config.min_replicas} Redis replicas in time"
+            )
         if answer[0] == "claimed":
             return Claim(claimed=True)
         if answer[0] == "existing":
@@ -297,19 +327,40 @@ class RedisStore:
             log.warning("lock on %s lapsed before the claim of a key; the key was not claimed", record.target)
         return Claim(claimed=False, plan_busy=True)
 
+    async def _claim_replicated(self, keys: list[str], args: list[str]) -> tuple[Any, int]:
+        """The claim script, then (on the same connection, in one pipeline) WAIT for ``min_replicas``."""
+        if not self.config.min_replicas:
+            return await self._script("claim", keys, args), 0
+        async with self._redis.pipeline(transaction=False) as pipe:
+            await self._scripts["claim"](keys=keys, args=args, client=pipe)  # queued, sent by execute()
+            pipe.execute_command("WAIT", self.config.min_replicas, int(self.config.replica_wait * 1000))
+            answer, acknowledged = await self._call(pipe.execute())
+        return answer, int(acknowledged)
+
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         await self._script("release", keys, [self._token(record.target), record.key])
 
-    async def settle(self, record: KeyRecord) -> None:
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
+        # the key in flight, which reads unknown once its lock lapses, so no outcome is ever missing its entry.
+        stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+        try:
+            settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+        except StoreUnavailable:
+            if stored is None:
+                raise
+            # The entry is stored: trying again would store it twice. The key reads unknown once its lock lapses.
+            log.error("key %s: outcome %s audited but not recorded, Redis stopped answering", record.key, record.state)
+            return stored
         if not settled:
             log.warning(
                 "key %s was no longer this call's in-flight claim (its lock lapsed); its outcome %s was not recorded",
                 record.key,
                 record.state,
             )
+        return stored
 
     async def consume_plan(self, plan_id: str) -> bool:
         return bool(await self._script("consume", [self._plan_key(plan_id)], []))
@@ -319,6 +370,9 @@ class RedisStore:
             self._redis.set(self.prefix + "nonce:" + nonce, "1", nx=True, px=max(1, int(ttl * 1000)))
         )
         return bool(first)
+
+    async def serve_from(self, holder: str) -> None:
+        return None  # replicas share the store by design: locks, claims and recovery are fenced per key
 
     async def recover_in_flight(self) -> list[KeyRecord]:
         # Other replicas keep running: only keys whose owner no longer holds its lock were left by a crash.
@@ -343,10 +397,42 @@ class RedisStore:
         key = self.prefix + "bucket:" + quote(bucket, safe="")
         return float(await self._script("take_token", [key], [repr(per_second), str(burst)]))
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        await self._call(self._append_chained(entry))
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return await self._call(self._append_chained(entry))
 
-    async def _append_chained(self, entry: AuditEntry) -> None:
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        return await self._call(self._trim_chained(before, now))
+
+    async def _trim_chained(self, before: float, now: float) -> AuditEntry | None:
+        # Like the append: the prefix is read under WATCH, and the trim and its checkpoint are one MULTI.
+        name = self.prefix + "audit"
+        async with self._redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(name)
+                    cut, last, tail = 0, None, None
+                    while True:
+                        page = await pipe.lrange(name, cut, cut + AUDIT_PAGE - 1)
+                        older = [_load(AuditEntry, cast(str, body)) for body in page]
+                        older = older[: next((n for n, e in enumerate(older) if e.at >= before), len(older))]
+                        cut += len(older)
+                        last = older[-1] if older else last
+                        if len(older) < AUDIT_PAGE:
+                            break
+                    if last is None:
+                        return None  # leaving the pipeline's block unwatches
+                    tail_body = await pipe.lindex(name, -1)
+                    tail = _load(AuditEntry, cast(str, tail_body))
+                    stored = sealed(checkpoint(last, cut, before, now), tail, self._keys)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.ltrim(name, cut, -1)
+                    pipe.rpush(name, _dump(stored))
+                    await pipe.execute()
+                    return stored
+                except WatchError:
+                    continue
+
+    async def _append_chained(self, entry: AuditEntry) -> AuditEntry:
         # Optimistic: read the tail under WATCH, push the sealed entry in MULTI; another replica's push in
         # between aborts the transaction and this one re-reads the new tail.
         name = self.prefix + "audit"
@@ -355,11 +441,12 @@ class RedisStore:
                 try:
                     await pipe.watch(name)
                     tail = await pipe.lindex(name, -1)
-                    stored = sealed(entry, _load(AuditEntry, cast(str, tail)) if tail is not None else None)
+                    last = _load(AuditEntry, cast(str, tail)) if tail is not None else None
+                    stored = sealed(entry, last, self._keys)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.rpush(name, _dump(stored))
                     await pipe.execute()
-                    return
+                    return stored
                 except WatchError:
                     continue
 
@@ -423,6 +510,8 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
+        for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
+            await sentinel.aclose()
 
     @asynccontextmanager
     async def _hold(self, target: str) -> AsyncIterator[None]:
@@ -537,25 +626,9 @@ async def _beside(task: Callable[..., Coroutine[Any, Any, None]], *args: Any) ->
         raise
 
 
-def parse_url(url: str) -> tuple[str, float, str]:
-    """Split a store URL into redis-py's URL, the lock lease in seconds and the key prefix."""
-    parts = urlsplit(url)
-    ours: dict[str, str] = {}
-    theirs: list[tuple[str, str]] = []
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name in {"lock_lease", "prefix"}:
-            ours[name] = value
-        elif name in URL_QUERY_ARGUMENT_PARSERS:
-            theirs.append((name, value))
-        else:
-            raise ValueError(f"gateway.store: unknown parameter {name!r} in the Redis URL")
-    try:
-        lease = float(ours.get("lock_lease", DEFAULT_LEASE_SECONDS))
-    except ValueError:
-        raise ValueError("gateway.store: lock_lease must be a number of seconds") from None
-    if not lease > 0:
-        raise ValueError("gateway.store: lock_lease must be positive")
-    return urlunsplit(parts._replace(query=urlencode(theirs))), lease, ours.get("prefix", DEFAULT_PREFIX)
+def _socket_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The timeouts that also apply to asking the sentinels."""
+    return {name: value for name, value in options.items() if name.startswith("socket_")}
 
 
 def _glob_escape(text: str) -> str:

@@ -1,8 +1,39 @@
-"""The default store: one SQLite file in WAL mode that survives a restart.
+"""The default store: one SQLite file in WAL mode that survives a restart, served by one process at a time.
 
-Calls run on the event loop: each is a few indexed statements on a local file. ``synchronous=FULL``
-makes a claim durable before the backend is called, so a crash never forgets an in-flight key.
-Locks are per process: run one gateway per SQLite file (several replicas share Redis instead).
+Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
+
+    plans        plan_id -> body, in_use_by (the key that claimed it), purge_at    expiry + the tombstone hour
+    idempotency  (caller, key) -> plan_id, target, state, result, tool, version_before, purge_at
+    nonces       nonce -> purge_at                       single use of a 2026 confirmation state within its TTL
+    audit        id -> entry                             the chain (gateway.audit.chain), in append order
+
+Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
+so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
+(an ``anyio`` capacity limiter of 1 per connection). Each store operation is one function run there in one
+call; a transaction never spans two. WAL lets the reader run beside a writer's fsync. Rate buckets and
+per-target locks are in memory, so taking a token never leaves the loop.
+
+Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
+
+- ``claim``: purge lapsed keys, read the key and the plan, refuse (gateway.stores.base.claim_refusal) or insert
+  the key in flight and mark the plan in use;
+- ``settle`` with its audit entry: read the chain's tail, insert the sealed entry, record the outcome under the
+  key, delete the plan: one commit, one fsync. The outcome and its entry are on disk together or not at all.
+- ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
+- ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint).
+
+Fenced. One ``serve`` process per file (gateway/stores/serving.py holds an exclusive lock the kernel drops when
+the process dies), so the per-target locks, which live in that process, order every write to a target, and
+everything in flight at start-up was left by a crash. ``check`` and ``audit`` open the file too; they only
+read, or write in a transaction of their own (``audit trim``).
+
+Guaranteed. A claim is on disk before the backend is called. A crash before the settle's commit leaves the key
+in flight with no outcome entry; the next ``serve`` settles it ``unknown`` and audits it (gateway.audit.trail),
+so a write that may have reached the backend always has exactly one entry saying what is known.
+
+How it fails. Another connection holding the write lock (``audit trim`` during a burst) is waited for up to
+``busy_timeout`` (5 s); then, and on a full disk or an unreadable file, the operation raises
+``sqlite3.Error`` and its transaction is rolled back, leaving the file as it was.
 """
 
 from __future__ import annotations
@@ -10,17 +41,24 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from gateway.audit.chain import sealed
+import anyio
+import anyio.to_thread
+
+from gateway.audit.chain import ChainKeys, checkpoint, sealed
+from gateway.chaos import crash_point
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import approval_from_json, approval_json, claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
+from gateway.stores.serving import ServingLock
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (
@@ -46,114 +84,61 @@ RECORD_COLUMNS = "plan_id, target, state, result, tool, version_before"
 
 
 class SqliteStore:
-    """Plans, keys, nonces and the audit in one SQLite file."""
+    """Plans, keys, nonces and the audit in one SQLite file, reached from worker threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keys: ChainKeys | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.executescript(SCHEMA)
+        self._writer = _connect(path)
+        self._writer.executescript(SCHEMA)
         for table, columns in ADDED_COLUMNS.items():
-            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            present = {row[1] for row in self._writer.execute(f"PRAGMA table_info({table})")}
             for column in columns:
                 if column.split()[0] not in present:
-                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                    self._writer.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        self._reader = _connect(path)
+        self._writing = anyio.CapacityLimiter(1)
+        self._reading = anyio.CapacityLimiter(1)
+        self._keys = keys or ChainKeys.ephemeral()
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
+        self._serving = ServingLock(path)
+
+    async def _write(self, operation: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(operation, self._writer, *args, limiter=self._writing)
+
+    async def _read(self, operation: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(operation, self._reader, *args, limiter=self._reading)
 
     async def put_plan(self, plan: Plan, now: float) -> None:
-        body = json.dumps(dataclasses.asdict(plan))
-        with self._db:
-            self._db.execute("DELETE FROM plans WHERE purge_at < ?", (now,))
-            self._db.execute(
-                "INSERT INTO plans (plan_id, body, in_use_by, purge_at) VALUES (?, ?, NULL, ?)",
-                (plan.plan_id, body, plan.expires_at + TOMBSTONE_SECONDS),
-            )
+        await self._write(_put_plan, plan, now)
 
     async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
-        row = self._db.execute("SELECT body, in_use_by FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
-        if row is None:
-            return None
-        plan = Plan(**{**json.loads(row[0]), "in_use_by": row[1]})
-        return Expired(plan.caller) if now >= plan.expires_at else plan
+        return await self._read(_get_plan, plan_id, now)
 
     async def get_record(self, caller: str, key: str) -> KeyRecord | None:
-        row = self._db.execute(
-            f"SELECT {RECORD_COLUMNS} FROM idempotency WHERE caller = ? AND key = ?", (caller, key)
-        ).fetchone()
-        return None if row is None else _record(caller, key, row)
+        return await self._read(_get_record, caller, key)
 
     async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.execute("DELETE FROM idempotency WHERE purge_at < ? AND state != 'in_flight'", (now,))
-            plan = await self.get_plan(record.plan_id, now)
-            refusal = claim_refusal(await self.get_record(record.caller, record.key), plan)
-            if refusal is not None:
-                return refusal
-            self._db.execute(
-                "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at, tool, version_before)"
-                " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?, ?, ?)",
-                (
-                    record.caller,
-                    record.key,
-                    record.plan_id,
-                    record.target,
-                    now + retention,
-                    record.tool,
-                    json.dumps(record.version_before),
-                ),
-            )
-            self._db.execute("UPDATE plans SET in_use_by = ? WHERE plan_id = ?", (record.key, record.plan_id))
-            self._db.execute("COMMIT")
-            return Claim(claimed=True)
-        finally:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+        return await self._write(_claim, record, now, retention)
 
     async def release(self, record: KeyRecord) -> None:
-        with self._db:
-            self._db.execute(
-                "DELETE FROM idempotency WHERE caller = ? AND key = ? AND state = 'in_flight'",
-                (record.caller, record.key),
-            )
-            self._db.execute(
-                "UPDATE plans SET in_use_by = NULL WHERE plan_id = ? AND in_use_by = ?",
-                (record.plan_id, record.key),
-            )
+        await self._write(_release, record)
 
-    async def settle(self, record: KeyRecord) -> None:
-        with self._db:
-            self._db.execute(
-                "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
-                (record.state, json.dumps(record.result), record.caller, record.key),
-            )
-            self._db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        return await self._write(_settle, record, entry, self._keys)
 
     async def consume_plan(self, plan_id: str) -> bool:
-        with self._db:
-            cursor = self._db.execute("DELETE FROM plans WHERE plan_id = ? AND in_use_by IS NULL", (plan_id,))
-        return cursor.rowcount == 1
+        return await self._write(_consume_plan, plan_id)
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
-        with self._db:
-            self._db.execute("DELETE FROM nonces WHERE purge_at < ?", (now,))
-            cursor = self._db.execute(
-                "INSERT OR IGNORE INTO nonces (nonce, purge_at) VALUES (?, ?)", (nonce, now + ttl)
-            )
-        return cursor.rowcount == 1
+        return await self._write(_use_nonce, nonce, now, ttl)
+
+    async def serve_from(self, holder: str) -> None:
+        self._serving.acquire(holder)
 
     async def recover_in_flight(self) -> list[KeyRecord]:
-        # One gateway process per SQLite file: anything in flight at start-up was left by a crash.
-        rows = self._db.execute(
-            f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'"
-        ).fetchall()
-        records = [replace(_record(row[0], row[1], row[2:]), state="unknown") for row in rows]
-        for record in records:
-            await self.settle(record)
-        return records
+        # serve_from made this the one process serving the file: anything in flight was left by a crash.
+        return await self._write(_recover)
 
     async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
         return self._buckets.take(bucket, per_second, burst, now)
@@ -161,79 +146,207 @@ class SqliteStore:
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self._locks.hold(target)
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        self._db.execute("BEGIN IMMEDIATE")  # the read of the last entry and the insert are one step
-        try:
-            row = self._db.execute("SELECT entry FROM audit ORDER BY id DESC LIMIT 1").fetchone()
-            last = AuditEntry(**json.loads(row[0])) if row is not None else None
-            stored = sealed(entry, last)
-            self._db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
-            self._db.execute("COMMIT")
-        finally:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return await self._write(_append, entry, self._keys)
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        return await self._write(_trim, before, now, self._keys)
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
-        for (body,) in self._db.execute("SELECT entry FROM audit ORDER BY id").fetchall():
+        for body in await self._read(_audit_bodies):
             yield AuditEntry(**json.loads(body))
 
     async def count_write(self, scopes: list[str], now: float) -> None:
-        with self._db:
-            self._db.execute("DELETE FROM writes WHERE at <= ?", (now - WRITE_WINDOWS["day"],))
-            self._db.executemany("INSERT INTO writes (scope, at) VALUES (?, ?)", [(scope, now) for scope in scopes])
+        await self._write(_count_write, scopes, now)
 
     async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
-        counts = {scope: dict.fromkeys(WRITE_WINDOWS, 0) for scope in scopes}
-        for window, seconds in WRITE_WINDOWS.items():
-            marks = ",".join("?" * len(scopes))
-            rows = self._db.execute(
-                f"SELECT scope, COUNT(*) FROM writes WHERE scope IN ({marks}) AND at > ? AND at <= ? GROUP BY scope",
-                (*scopes, now - seconds, now),
-            ).fetchall()
-            for scope, count in rows:
-                counts[scope][window] = count
-        return counts
+        return await self._read(_recent_writes, scopes, now)
 
     async def put_approval(self, approval: Approval) -> Approval:
-        with self._db:
-            self._db.execute("DELETE FROM approvals WHERE purge_at < ?", (approval.requested_at,))
-            self._db.execute(
-                "INSERT OR IGNORE INTO approvals (approval_id, body, rev, expires_at, requested_at, purge_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    approval.approval_id,
-                    approval_json(approval),
-                    approval.rev,
-                    approval.expires_at,
-                    approval.requested_at,
-                    approval.expires_at + TOMBSTONE_SECONDS,
-                ),
-            )
-        stored = await self.get_approval(approval.approval_id)
-        assert stored is not None
-        return stored
+        return await self._write(_put_approval, approval)
 
     async def get_approval(self, approval_id: str) -> Approval | None:
-        row = self._db.execute("SELECT body FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-        return approval_from_json(row[0]) if row is not None else None
+        return await self._read(_get_approval, approval_id)
 
     async def replace_approval(self, approval: Approval) -> bool:
-        changed = replace(approval, rev=approval.rev + 1)
-        with self._db:
-            cursor = self._db.execute(
-                "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
-                (approval_json(changed), changed.rev, approval.approval_id, approval.rev),
-            )
-        return cursor.rowcount == 1
+        return await self._write(_replace_approval, approval)
 
     async def open_approvals(self, now: float) -> list[Approval]:
-        rows = self._db.execute(
-            "SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)
-        ).fetchall()
-        return [approval_from_json(body) for (body,) in rows]
+        return await self._read(_open_approvals, now)
 
     async def close(self) -> None:
-        self._db.close()
+        await self._write(sqlite3.Connection.close)
+        await self._read(sqlite3.Connection.close)
+        self._serving.release()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Used from worker threads, one at a time per connection (each store's limiter of 1).
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA busy_timeout=5000")
+    return db
+
+
+def _transaction(db: sqlite3.Connection, steps: Callable[..., T], *args: Any) -> T:
+    """Run ``steps`` in one BEGIN IMMEDIATE transaction: committed if it returns, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = steps(db, *args)
+        db.execute("COMMIT")
+        return result
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
+def _put_plan(db: sqlite3.Connection, plan: Plan, now: float) -> None:
+    def steps(db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM plans WHERE purge_at < ?", (now,))
+        db.execute(
+            "INSERT INTO plans (plan_id, body, in_use_by, purge_at) VALUES (?, ?, NULL, ?)",
+            (plan.plan_id, json.dumps(dataclasses.asdict(plan)), plan.expires_at + TOMBSTONE_SECONDS),
+        )
+
+    _transaction(db, steps)
+
+
+def _get_plan(db: sqlite3.Connection, plan_id: str, now: float) -> Plan | Expired | None:
+    row = db.execute("SELECT body, in_use_by FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
+    if row is None:
+        return None
+    plan = Plan(**{**json.loads(row[0]), "in_use_by": row[1]})
+    return Expired(plan.caller) if now >= plan.expires_at else plan
+
+
+def _get_record(db: sqlite3.Connection, caller: str, key: str) -> KeyRecord | None:
+    row = db.execute(f"SELECT {RECORD_COLUMNS} FROM idempotency WHERE caller = ? AND key = ?", (caller, key)).fetchone()
+    return None if row is None else _record(caller, key, row)
+
+
+def _claim(db: sqlite3.Connection, record: KeyRecord, now: float, retention: float) -> Claim:
+    def steps(db: sqlite3.Connection) -> Claim:
+        db.execute("DELETE FROM idempotency WHERE purge_at < ? AND state != 'in_flight'", (now,))
+        plan = _get_plan(db, record.plan_id, now)
+        refusal = claim_refusal(_get_record(db, record.caller, record.key), plan)
+        if refusal is not None:
+            return refusal
+        db.execute(
+            "INSERT INTO idempotency (caller, key, plan_id, target, state, result, purge_at, tool, version_before)"
+            " VALUES (?, ?, ?, ?, 'in_flight', NULL, ?, ?, ?)",
+            (
+                record.caller,
+                record.key,
+                record.plan_id,
+                record.target,
+                now + retention,
+                record.tool,
+                json.dumps(record.version_before),
+            ),
+        )
+        db.execute("UPDATE plans SET in_use_by = ? WHERE plan_id = ?", (record.key, record.plan_id))
+        return Claim(claimed=True)
+
+    return _transaction(db, steps)
+
+
+def _release(db: sqlite3.Connection, record: KeyRecord) -> None:
+    def steps(db: sqlite3.Connection) -> None:
+        db.execute(
+            "DELETE FROM idempotency WHERE caller = ? AND key = ? AND state = 'in_flight'",
+            (record.caller, record.key),
+        )
+        db.execute(
+            "UPDATE plans SET in_use_by = NULL WHERE plan_id = ? AND in_use_by = ?", (record.plan_id, record.key)
+        )
+
+    _transaction(db, steps)
+
+
+def _settle(db: sqlite3.Connection, record: KeyRecord, entry: AuditEntry | None, keys: ChainKeys) -> AuditEntry | None:
+    def steps(db: sqlite3.Connection) -> AuditEntry | None:
+        stored = _append_in(db, entry, keys) if entry is not None else None
+        crash_point("mid-settle")  # the entry is written but not committed: a crash here loses both
+        db.execute(
+            "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
+            (record.state, json.dumps(record.result), record.caller, record.key),
+        )
+        db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
+        return stored
+
+    return _transaction(db, steps)
+
+
+def _consume_plan(db: sqlite3.Connection, plan_id: str) -> bool:
+    def steps(db: sqlite3.Connection) -> bool:
+        cursor = db.execute("DELETE FROM plans WHERE plan_id = ? AND in_use_by IS NULL", (plan_id,))
+        return cursor.rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _use_nonce(db: sqlite3.Connection, nonce: str, now: float, ttl: float) -> bool:
+    def steps(db: sqlite3.Connection) -> bool:
+        db.execute("DELETE FROM nonces WHERE purge_at < ?", (now,))
+        cursor = db.execute("INSERT OR IGNORE INTO nonces (nonce, purge_at) VALUES (?, ?)", (nonce, now + ttl))
+        return cursor.rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _recover(db: sqlite3.Connection) -> list[KeyRecord]:
+    def steps(db: sqlite3.Connection) -> list[KeyRecord]:
+        rows = db.execute(f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'")
+        records = [replace(_record(row[0], row[1], row[2:]), state="unknown") for row in rows.fetchall()]
+        for record in records:
+            db.execute(
+                "UPDATE idempotency SET state = 'unknown' WHERE caller = ? AND key = ?", (record.caller, record.key)
+            )
+            db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
+        return records
+
+    return _transaction(db, steps)
+
+
+def _append(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> AuditEntry:
+    return _transaction(db, _append_in, entry, keys)
+
+
+def _append_in(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> AuditEntry:
+    """Seal ``entry`` after the chain's tail and insert it, inside the caller's transaction."""
+    stored = sealed(entry, _tail(db), keys)
+    db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+    return stored
+
+
+def _tail(db: sqlite3.Connection) -> AuditEntry | None:
+    row = db.execute("SELECT entry FROM audit ORDER BY id DESC LIMIT 1").fetchone()
+    return AuditEntry(**json.loads(row[0])) if row is not None else None
+
+
+def _trim(db: sqlite3.Connection, before: float, now: float, keys: ChainKeys) -> AuditEntry | None:
+    def steps(db: sqlite3.Connection) -> AuditEntry | None:
+        # The oldest entries up to the first one at or after ``before``: a prefix, so the rest stays one chain.
+        cut = db.execute(
+            "SELECT COALESCE(MIN(id), (SELECT MAX(id) + 1 FROM audit)) FROM audit"
+            " WHERE json_extract(entry, '$.at') >= ?",
+            (before,),
+        ).fetchone()[0]
+        last = db.execute("SELECT entry FROM audit WHERE id < ? ORDER BY id DESC LIMIT 1", (cut,)).fetchone()
+        if cut is None or last is None:
+            return None
+        tail = _tail(db)  # the checkpoint chains after the newest entry, even when every entry is trimmed
+        count = db.execute("DELETE FROM audit WHERE id < ?", (cut,)).rowcount
+        stored = sealed(checkpoint(AuditEntry(**json.loads(last[0])), count, before, now), tail, keys)
+        db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+        return stored
+
+    return _transaction(db, steps)
+
+
+def _audit_bodies(db: sqlite3.Connection) -> list[str]:
+    return [body for (body,) in db.execute("SELECT entry FROM audit ORDER BY id").fetchall()]
 
 
 def _record(caller: str, key: str, row: tuple[Any, ...]) -> KeyRecord:
@@ -249,3 +362,69 @@ def _record(caller: str, key: str, row: tuple[Any, ...]) -> KeyRecord:
         tool=tool,
         version_before=json.loads(version_before) if version_before is not None else None,
     )
+
+
+def _count_write(db: sqlite3.Connection, scopes: list[str], now: float) -> None:
+    def steps(db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM writes WHERE at <= ?", (now - WRITE_WINDOWS["day"],))
+        db.executemany("INSERT INTO writes (scope, at) VALUES (?, ?)", [(scope, now) for scope in scopes])
+
+    _transaction(db, steps)
+
+
+def _recent_writes(db: sqlite3.Connection, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+    counts = {scope: dict.fromkeys(WRITE_WINDOWS, 0) for scope in scopes}
+    marks = ",".join("?" * len(scopes))
+    for window, seconds in WRITE_WINDOWS.items():
+        rows = db.execute(
+            f"SELECT scope, COUNT(*) FROM writes WHERE scope IN ({marks}) AND at > ? AND at <= ? GROUP BY scope",
+            (*scopes, now - seconds, now),
+        ).fetchall()
+        for scope, count in rows:
+            counts[scope][window] = count
+    return counts
+
+
+def _put_approval(db: sqlite3.Connection, approval: Approval) -> Approval:
+    def steps(db: sqlite3.Connection) -> Approval:
+        db.execute("DELETE FROM approvals WHERE purge_at < ?", (approval.requested_at,))
+        db.execute(
+            "INSERT OR IGNORE INTO approvals (approval_id, body, rev, expires_at, requested_at, purge_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                approval.approval_id,
+                approval_json(approval),
+                approval.rev,
+                approval.expires_at,
+                approval.requested_at,
+                approval.expires_at + TOMBSTONE_SECONDS,
+            ),
+        )
+        stored = _get_approval(db, approval.approval_id)
+        assert stored is not None
+        return stored
+
+    return _transaction(db, steps)
+
+
+def _get_approval(db: sqlite3.Connection, approval_id: str) -> Approval | None:
+    row = db.execute("SELECT body FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+    return approval_from_json(row[0]) if row is not None else None
+
+
+def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
+    changed = replace(approval, rev=approval.rev + 1)
+
+    def steps(db: sqlite3.Connection) -> bool:
+        cursor = db.execute(
+            "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
+            (approval_json(changed), changed.rev, approval.approval_id, approval.rev),
+        )
+        return cursor.rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
+    rows = db.execute("SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)).fetchall()
+    return [approval_from_json(body) for (body,) in rows]

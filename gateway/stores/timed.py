@@ -1,4 +1,4 @@
-"""A store wrapper that times every operation into the gateway's metrics."""
+"""A store wrapper that times every operation into the gateway's metrics, each in a trace span of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from prometheus_client import Histogram
 
 from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import Store
+from gateway.tracing import span
 
 T = TypeVar("T")
 
@@ -25,7 +26,8 @@ class TimedStore:
     async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         started = time.perf_counter()
         try:
-            return await call
+            with span(f"store {operation}"):
+                return await call
         finally:
             self._seconds.labels(operation).observe(time.perf_counter() - started)
 
@@ -44,14 +46,17 @@ class TimedStore:
     async def release(self, record: KeyRecord) -> None:
         await self._timed("release", self.inner.release(record))
 
-    async def settle(self, record: KeyRecord) -> None:
-        await self._timed("settle", self.inner.settle(record))
+    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
+        return await self._timed("settle", self.inner.settle(record, entry))
 
     async def consume_plan(self, plan_id: str) -> bool:
         return await self._timed("consume_plan", self.inner.consume_plan(plan_id))
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
+
+    async def serve_from(self, holder: str) -> None:
+        await self.inner.serve_from(holder)
 
     async def recover_in_flight(self) -> list[KeyRecord]:
         return await self.inner.recover_in_flight()
@@ -62,8 +67,11 @@ class TimedStore:
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
         return self.inner.lock(target)
 
-    async def append_audit(self, entry: AuditEntry) -> None:
-        await self._timed("append_audit", self.inner.append_audit(entry))
+    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
+        return await self._timed("append_audit", self.inner.append_audit(entry))
+
+    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
+        return await self.inner.trim_audit(before, now)
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]:
         return self.inner.audit_entries()

@@ -22,6 +22,7 @@ from mcp_types.version import is_version_at_least
 
 from gateway.errors import Code, ToolError
 from gateway.stores import Store
+from gateway.tracing import span
 
 STATELESS_ERA = "2026-07-28"
 """The first protocol revision without server-to-client requests: the user is asked by InputRequiredResult."""
@@ -51,7 +52,7 @@ async def ask(
     if is_version_at_least(ctx.protocol_version, STATELESS_ERA):
         return await _answer_from_retry(params, question, store, now) or _input_required(question)
     try:
-        with anyio.fail_after(question.timeout):
+        with anyio.fail_after(question.timeout), span("confirm wait"):
             return await ctx.session.elicit_form(question.message, question.schema, related_request_id=ctx.request_id)
     except TimeoutError:
         return None

@@ -2,7 +2,7 @@
 
     run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
-    _write      8 lock, claim -> _send (re-check, 9 backend call, settle) -> _record (audit first, then the key)
+    _write      8 lock, claim -> _send (re-check, 9 backend call) -> _record (the key settled with its entry)
 
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
@@ -14,6 +14,7 @@ write's outcome (unknown when that cannot be told), and a store that cannot take
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -25,11 +26,16 @@ from mcp.server import ServerRequestContext
 from gateway.approvals.policy import Choice, from_plan, public_mode, scopes_for
 from gateway.approvals.rules import approved_by
 from gateway.audit import trail
+from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.catalog import IDEMPOTENCY_KEY as KEY
+from gateway.catalog import PLAN_ID
 from gateway.chaos import crash_point
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity import current_person
+from gateway.printable import printable
+from gateway.progress import ASKING, CALLING, DONE, Reporter, silent
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import MISSING
@@ -71,6 +77,7 @@ class WriteCall:
     config: WriteTool
     preview: PreviewTool
     caller: str
+    progress: Reporter = silent
     entry: AuditEntry = field(init=False)
     audited: bool = False
 
@@ -81,25 +88,32 @@ class WriteCall:
         """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
         self.entry = replace(self.entry, **facts)
 
-    def decided(self, outcome: str, code: Code | None) -> AuditEntry | None:
-        """The audit entry of this call's decision, once (None after); the user's answer, if any, is counted."""
+    async def audit(self, outcome: str, code: Code | None) -> None:
+        """One audit entry per decision, stored on its own (a write's outcome is stored with its key instead);
+        a refusal that never reached a plan is counted, and stored only as the first of its minute
+        (gateway.audit.floods). A store that fails to take it is logged: the caller still gets the answer."""
         if self.audited:
-            return None
+            return
+        entry = self.decision(outcome, code)
+        store, refusals = self.gw.store, self.gw.refusals
+        try:
+            for report in refusals.due(entry.at):
+                await trail.append(store, report)
+            if is_flood_candidate(entry):
+                self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
+                if not refusals.admit(entry):
+                    return
+            await trail.append(store, entry)
+        except Exception as exc:
+            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
+
+    def decision(self, outcome: str, code: Code | None) -> AuditEntry:
+        """The entry of this call's one decision; the user's answer, if there was a prompt, is counted too."""
         self.audited = True
         if self.entry.confirmation is not None:
             self.gw.metrics.answers.labels(self.entry.confirmation).inc()
         code_text = None if code is None else code.value
         return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code_text)
-
-    async def audit(self, outcome: str, code: Code | None) -> None:
-        """One audit entry per decision. A store that fails to take it is logged: the caller still gets the answer."""
-        entry = self.decided(outcome, code)
-        if entry is None:
-            return
-        try:
-            await trail.append(self.gw.store, entry)
-        except Exception as exc:
-            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
 
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
@@ -130,8 +144,7 @@ async def run_write(
     admit: Callable[[], Awaitable[dict[str, Any]]],
 ) -> dict[str, Any] | types.InputRequiredResult:
     """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
-    raw = params.arguments or {}
-    call.note(plan_id=_short_text(raw.get("planId")), idempotency_key=_short_text(raw.get("idempotencyKey")))
+    call.note(**audited_arguments(params.arguments or {}))
     try:
         try:
             outcome = await _decide(call, ctx, params, await admit())
@@ -171,6 +184,7 @@ async def _decide(
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
+        await call.progress(ASKING)
         approved = await approval.approve(ctx, params, request, gw.store, gw.clock)
         if isinstance(approved, types.InputRequiredResult):
             return approved
@@ -186,6 +200,7 @@ async def _decide(
             key=key,
             timeout=call.config.prompt_timeout_seconds,
         )
+        await call.progress(ASKING)
         answer = await confirm.ask(ctx, params, question, gw.store, gw.clock())
         if isinstance(answer, types.InputRequiredResult):
             return answer
@@ -242,6 +257,7 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             await _record(call, record, settlement)
             if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
                 await _count(call)
+            await call.progress(DONE)
     error = settlement.error()
     if error is not None:
         raise error
@@ -257,6 +273,7 @@ async def _send(call: WriteCall, plan: Plan, record: KeyRecord) -> Settlement:
     try:
         await call.require_unchanged(plan)
         payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
+        await call.progress(CALLING)
         sent = True  # from here on the backend may have received the write
         reply: Reply | None = await gw.backend.call(write.call.action, payload, write.call.timeout_seconds)
     except OutcomeLost:
@@ -301,17 +318,19 @@ async def _release(call: WriteCall, record: KeyRecord) -> None:
 
 
 async def _record(call: WriteCall, record: KeyRecord, settlement: Settlement) -> None:
-    """Audit the outcome, then settle the key. The entry goes first: a crash in between leaves the key in flight,
-    and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so no write that
-    reached the backend goes unaudited. Neither step can turn the outcome into an error: what the store could
-    not take is kept (gateway.stores.unsettled) and stored by the next write call that finds the store working."""
+    """Settle the key together with the outcome's audit entry: one transaction where the store has one (a crash
+    keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
+    with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
+    no write that reached the backend goes unaudited. A failing store cannot turn the outcome into an error:
+    what it could not take is kept (gateway.stores.unsettled) and stored by the next write call that finds the
+    store working."""
     error = settlement.error()
     if error is None:
         call.note(version_after=settlement.result["version"])
     outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
     next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
     settled = replace(record, state=settlement.state, result=settlement.result)
-    await call.gw.unsettled.put(call.gw.store, call.decided(outcome, None if error is None else error.code), settled)
+    await call.gw.unsettled.put(call.gw.store, settled, call.decision(outcome, None if error is None else error.code))
 
 
 async def _count(call: WriteCall) -> None:
@@ -333,5 +352,18 @@ async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, 
     raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
 
 
-def _short_text(value: Any) -> str | None:
-    return value[:128] if isinstance(value, str) else None
+def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
+    """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
+    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.printable), so a
+    refused call cannot put control or bidi characters into the trail an operator reads."""
+    facts: dict[str, Any] = {}
+    invalid: dict[str, str] = {}
+    for name, field_name, schema in (("planId", "plan_id", PLAN_ID), ("idempotencyKey", "idempotency_key", KEY)):
+        value = raw.get(name)
+        if isinstance(value, str) and re.fullmatch(schema["pattern"], value):
+            facts[field_name] = value
+        elif value is not None:
+            invalid[name] = printable(value[:128]) if isinstance(value, str) else f"({type(value).__name__})"
+    if invalid:
+        facts["extra"] = {"invalid": invalid}
+    return facts

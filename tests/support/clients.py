@@ -91,11 +91,12 @@ def connect(gw: Gateway, era: str, answers: Any = None) -> Client:
     return Client(build_server(gw), mode=mode, elicitation_callback=answers)
 
 
-def connect_url(url: str, era: str, answers: Any = None) -> Client:
-    """A real SDK client over HTTP to a gateway process, speaking one protocol era (2025: stateful with SSE)."""
+def http_client(era: str, url: str, answers: Any = None) -> Client:
+    """A real SDK client over streamable HTTP speaking one era: 2025-11-25 on a stateful session (prompts pushed
+    over SSE), 2026-07-28 stateless (InputRequiredResult rounds)."""
     if era == "2025-11-25":
-        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
-    return Client(url, elicitation_callback=answers)
+        return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers or Answers())
+    return Client(url, elicitation_callback=answers or Answers())
 
 
 def error_code(result: types.CallToolResult) -> str:

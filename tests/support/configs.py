@@ -29,10 +29,10 @@ def config_data(
     data["gateway"] = {**data["gateway"], "store": store, "state_dir": str(state_dir)}
     data["rate_limits"] = {"per_caller": UNLIMITED}
     command, *args = backend_args(profile, db, *extra_backend_args)
-    stdio = {"transport": "stdio", "command": command, "args": args, "call_timeout_seconds": 20}
+    stdio = {"transport": "stdio", "command": command, "args": args, "cwd": str(state_dir), "call_timeout_seconds": 20}
     merged = {**data["backend"], **stdio, **(backend or {})}
     if merged["transport"] == "http":
-        merged = {key: value for key, value in merged.items() if key not in ("command", "args")}
+        merged = {key: value for key, value in merged.items() if key not in ("command", "args", "cwd")}
     data["backend"] = merged
     if tools is not None:
         tools(data["tools"])

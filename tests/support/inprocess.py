@@ -18,7 +18,7 @@ from mcp import Client
 from gateway.backend.client import Opener
 from gateway.config import GatewayConfig
 
-SERVERS = {"legacy_backend": "legacy_backend.cli", "tests.flags_backend": "tests.flags_backend.__main__"}
+SERVERS = {"legacy_backend": "legacy_backend.cli", "legacy_backend.flags": "legacy_backend.flags"}
 """Where each backend module's ``server_for(argv)`` lives."""
 
 

@@ -56,6 +56,15 @@ async def wait_for_port(port: int, exited: Callable[[], bool] = lambda: False) -
             return
 
 
+async def until(condition: Callable[[], bool], seconds: float = 60) -> None:
+    """Poll another process's state (a file, a database, a Redis) until ``condition`` holds (``seconds`` at most)."""
+    with anyio.fail_after(seconds):
+        while True:
+            if condition():
+                return
+            await anyio.sleep(0.02)
+
+
 def wait_for_port_blocking(
     port: int, process: subprocess.Popen[bytes], timeout: float = 120, log: Path | None = None
 ) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.config import DEFAULT_CONFIG
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURE_ROWS = {"empty": 0, "smoke": 25}
 PRESETS = {"off": 0, "canary": 5}
@@ -69,7 +71,7 @@ class Profile:
 
 TENANTS = Profile(
     name="manage_tenant",
-    config=ROOT / "config" / "gateway.toml",
+    config=DEFAULT_CONFIG,
     backend_module="legacy_backend",
     seed_demo=("--seed-demo",),
     seed_many=lambda n: ("--seed-tenants", str(n)),
@@ -105,7 +107,7 @@ TENANTS = Profile(
 FLAGS = Profile(
     name="manage_flags",
     config=ROOT / "config" / "flags.toml",
-    backend_module="tests.flags_backend",
+    backend_module="legacy_backend.flags",
     seed_demo=("--seed-demo",),
     seed_many=lambda n: ("--seed-flags", str(n)),
     list_tool="list_flags",

@@ -4,15 +4,19 @@ SQLite file is caught and named."""
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gateway.config import parse_config
+from gateway.errors import StoreUnavailable
+from gateway.printable import HIDDEN, printable
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml
 from tests.support.profiles import TENANTS
@@ -20,31 +24,41 @@ from tests.support.profiles import TENANTS
 pytestmark = pytest.mark.anyio
 
 
-def cli(config: Path, *words: str) -> subprocess.CompletedProcess[str]:
+def cli(config: Path, *words: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway", "audit", *words, "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
+
+
+async def write_trail(tmp_path: Path, audit_key: str | None = None) -> tuple[Path, Path]:
+    """A gateway on a SQLite store applies, replays and refuses writes (``audit_key``: its GATEWAY_AUDIT_KEY, else
+    the key file in its state directory); its config file and store."""
+    store = tmp_path / "gateway.db"
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        if audit_key is not None:
+            patch.setenv("GATEWAY_AUDIT_KEY", audit_key)
+        async with running_gateway(parse_config(data)) as gw:
+            async with connect(gw, "2025-11-25", Answers()) as client:
+                args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+                await client.call_tool("reset_tenant", args)
+                await client.call_tool("reset_tenant", args)
+                other = await preview(client, TENANTS, target=TENANTS.other)
+            async with connect(gw, "2026-07-28", Answers("decline")) as client:
+                await client.call_tool("reset_tenant", {"planId": other["planId"], "idempotencyKey": new_key()})
+    return write_toml(data, tmp_path / "gateway.toml"), store
 
 
 @pytest.fixture
 async def trail(tmp_path: Path) -> tuple[Path, Path]:
     """A gateway on a SQLite store that applied, replayed and refused writes; its config file and store."""
-    store = tmp_path / "gateway.db"
-    data = config_data(
-        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
-    )
-    async with running_gateway(parse_config(data)) as gw:
-        async with connect(gw, "2025-11-25", Answers()) as client:
-            args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
-            await client.call_tool("reset_tenant", args)
-            await client.call_tool("reset_tenant", args)
-            other = await preview(client, TENANTS, target=TENANTS.other)
-        async with connect(gw, "2026-07-28", Answers("decline")) as client:
-            await client.call_tool("reset_tenant", {"planId": other["planId"], "idempotencyKey": new_key()})
-    return write_toml(data, tmp_path / "gateway.toml"), store
+    return await write_trail(tmp_path)
 
 
 async def test_every_decision_is_listed_and_the_chain_verifies(trail: tuple[Path, Path]) -> None:
@@ -94,28 +108,63 @@ async def test_a_tampered_trail_is_caught_and_named(trail: tuple[Path, Path], ho
     assert finding in verified.stdout, verified.stdout
 
 
-async def test_a_failing_audit_write_still_settles_the_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, era: str
+async def test_an_outcome_the_store_cannot_record_is_answered_logged_and_stored_by_the_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The outcome is audited before the key settles; if that append breaks, the key settles all the same and the
-    caller hears that the write applied. The entry is kept and stored by the next call, so the retry replays the
-    write, the audit holds both decisions in order, and the backend wrote once."""
+    """The outcome's entry is stored with the key's settlement, in one step. If the store is gone by then, the
+    caller still hears what happened (applied: the write did happen), and the entry is logged at error level.
+    The outcome is kept and stored by the next call, so the retry replays the write, the audit holds both
+    decisions in order, and the backend wrote once."""
     db = tmp_path / "backend.db"
     config = parse_config(config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path))
     async with running_gateway(config) as gw, connect(gw, era, Answers()) as client:
         args = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
         version = TENANTS.version(db, TENANTS.main)
 
-        async def broken(entry: Any) -> None:
-            raise RuntimeError("audit sink broke")
+        async def unreachable(record: Any, entry: Any = None) -> None:
+            raise StoreUnavailable("the store went away")
 
-        with monkeypatch.context() as patch:
-            patch.setattr(gw.store, "append_audit", broken)
+        with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
+            patch.setattr(gw.store, "settle", unreachable)
             first = await client.call_tool("reset_tenant", args)
+        logged = [record.getMessage() for record in caplog.records if record.name == "gateway.audit.trail"]
         retry = await client.call_tool("reset_tenant", args)
         outcomes = [entry.outcome async for entry in gw.store.audit_entries()]
-    assert first.structured_content is not None and first.structured_content["replayed"] is False
+    assert first.structured_content is not None
+    assert (first.structured_content["replayed"], first.structured_content["version"]) == (False, version + 1)
     assert retry.structured_content == {**first.structured_content, "replayed": True}
-    assert retry.structured_content["version"] == version + 1
     assert outcomes == ["applied", "replayed"]
     assert TENANTS.write_count(db) == 1
+    assert len(logged) == 1 and args["idempotencyKey"] in logged[0] and "outcome='applied'" in logged[0]
+
+
+HOSTILE_KEY = (
+    "k-000001\r\x1b[2K1  2026-12-02T18:00:00Z  local  reset_tenant  tn_checkout01  refused:not_confirmed\u202e"
+)
+
+
+async def test_a_hostile_key_cannot_repaint_the_audit_list(tmp_path: Path, era: str) -> None:
+    """A refused call's raw idempotencyKey with a carriage return, an ANSI erase and a bidi override: the trail
+    keeps no unvalidated value (the key is flagged, escaped), and the listed table prints every character as
+    itself or as a visible escape, so the applied write above it still reads as applied."""
+    store = tmp_path / "gateway.db"
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, store=f"sqlite:{store}", state_dir=tmp_path
+    )
+    async with running_gateway(parse_config(data)) as gw, connect(gw, era, Answers()) as client:
+        applied = {"planId": (await preview(client, TENANTS))["planId"], "idempotencyKey": new_key()}
+        await client.call_tool("reset_tenant", applied)
+        await client.call_tool("reset_tenant", {"planId": applied["planId"], "idempotencyKey": HOSTILE_KEY})
+    config = write_toml(data, tmp_path / "gateway.toml")
+    listed = cli(config, "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    hidden = [char for char in listed.stdout if char != "\n" and unicodedata.category(char) in HIDDEN]
+    assert hidden == []
+    assert len(lines) == 3
+    assert (lines[1].split()[5], lines[1].split()[8]) == ("applied", applied["idempotencyKey"])
+    assert "refused:invalid_arguments" in lines[2].split()  # no target: the call never reached a plan
+    entries = [json.loads(line) for line in cli(config, "list", "--json").stdout.splitlines()]
+    assert entries[1]["idempotency_key"] is None
+    assert entries[1]["extra"] == {"invalid": {"idempotencyKey": printable(HOSTILE_KEY)}}
+    assert cli(config, "verify").returncode == 0

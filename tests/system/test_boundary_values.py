@@ -11,7 +11,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from tests.support.clients import ERAS, Answers, applied_body, connect_url, error_code, new_key, preview
+from tests.support.clients import ERAS, Answers, applied_body, error_code, http_client, new_key, preview
 from tests.support.configs import write_config
 from tests.support.processes import audit_list, free_port, serve
 from tests.support.profiles import TENANTS
@@ -42,7 +42,7 @@ async def test_an_id_spelled_another_way_is_protected_planned_and_audited_as_the
     lock, the write and the audit all name the tenant by its own id."""
     config = write_config(TENANTS, tmp_path, "--seed-demo", "--ids-ignore-case", tools=protect_prod_by_glob)
     db, port = tmp_path / DB, free_port()
-    async with serve(config, port), connect_url(f"http://127.0.0.1:{port}/mcp", "2026-07-28", Answers()) as client:
+    async with serve(config, port), http_client("2026-07-28", f"http://127.0.0.1:{port}/mcp", Answers()) as client:
         await preview(client, TENANTS)  # the backend has started and seeded its file
         TENANTS.set_protected(db, TENANTS.protected, False)  # only the glob protects it now
         refused = [
@@ -63,7 +63,7 @@ async def test_an_id_spelled_another_way_is_protected_planned_and_audited_as_the
 
 async def test_an_id_with_a_trailing_newline_does_not_match_an_anchored_pattern(tmp_path: Path) -> None:
     config, port = write_config(TENANTS, tmp_path), free_port()
-    async with serve(config, port), connect_url(f"http://127.0.0.1:{port}/mcp", "2026-07-28") as client:
+    async with serve(config, port), http_client("2026-07-28", f"http://127.0.0.1:{port}/mcp") as client:
         refused = await client.call_tool(TENANTS.preview_tool, {"tenantId": "tn_load04\n", "fixture": "empty"})
         accepted = await client.call_tool(TENANTS.preview_tool, {"tenantId": "tn_load04", "fixture": "empty"})
         published = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -93,7 +93,7 @@ async def test_lookup_numbers_are_read_for_each_preview_and_checked_again_before
     config, db, port = write_config(TENANTS, tmp_path), tmp_path / DB, free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     async with serve(config, port):
-        async with connect_url(url, era, Answers()) as client:
+        async with http_client(era, url, Answers()) as client:
             told = await preview(client, TENANTS, variant=1)  # "smoke": 25 rows
             set_fixture_rows(db, "smoke", 5000)
             before_prompt = await client.call_tool(
@@ -101,7 +101,7 @@ async def test_lookup_numbers_are_read_for_each_preview_and_checked_again_before
             )
             fresh = await preview(client, TENANTS, variant=1)
         asking = ChangesFixtureWhileAsking(db, "smoke", 50)
-        async with connect_url(url, era, asking) as client:
+        async with http_client(era, url, asking) as client:
             key = new_key()
             during_prompt = await client.call_tool(
                 TENANTS.write_tool, {"planId": fresh["planId"], "idempotencyKey": key}
@@ -122,7 +122,7 @@ async def test_a_committed_write_answered_with_a_version_of_the_wrong_type_repor
 ) -> None:
     config = write_config(TENANTS, tmp_path, "--seed-demo", "--fault", "string-version-after-write")
     db, port = tmp_path / DB, free_port()
-    async with serve(config, port), connect_url(f"http://127.0.0.1:{port}/mcp", era, Answers()) as client:
+    async with serve(config, port), http_client(era, f"http://127.0.0.1:{port}/mcp", Answers()) as client:
         plan = await preview(client, TENANTS)
         version = TENANTS.version(db, TENANTS.main)
         args = {"planId": plan["planId"], "idempotencyKey": new_key()}

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.clients import ERAS, Answers, applied_body, connect_url, new_key, preview
+from tests.support.clients import ERAS, Answers, applied_body, http_client, new_key, preview
 from tests.support.configs import write_config
 from tests.support.processes import audit_list, free_port, http_backend, peak_memory_bytes, serve
 from tests.support.profiles import TENANTS
@@ -35,7 +35,7 @@ async def test_an_answer_nested_too_deep_after_the_write_is_applied_once_and_aud
         tmp_path / DB,
         free_port(),
     )
-    async with serve(config, port), connect_url(f"http://127.0.0.1:{port}/mcp", era, Answers()) as client:
+    async with serve(config, port), http_client(era, f"http://127.0.0.1:{port}/mcp", Answers()) as client:
         plan = await preview(client, TENANTS)
         version = TENANTS.version(db, TENANTS.main)
         args = {"planId": plan["planId"], "idempotencyKey": new_key()}
@@ -72,7 +72,7 @@ async def test_an_answer_too_big_after_the_write_is_cut_off_while_reading(tmp_pa
     async with (
         backend_for(transport, tmp_path, "--fault", f"huge-after-write={huge}") as config,
         serve(config, port) as gateway,
-        connect_url(f"http://127.0.0.1:{port}/mcp", "2026-07-28", Answers()) as client,
+        http_client("2026-07-28", f"http://127.0.0.1:{port}/mcp", Answers()) as client,
     ):
         plan = await preview(client, TENANTS)
         version = TENANTS.version(db, TENANTS.main)
@@ -95,7 +95,7 @@ async def test_a_store_locked_while_the_write_settles_still_tells_the_truth_and_
     error), and once the lock is gone the retry replays it instead of reading request_in_progress forever."""
     config = write_config(TENANTS, tmp_path, "--seed-demo", "--fault", "latency=3000:1")
     db, store, port = tmp_path / DB, tmp_path / "gateway.db", free_port()
-    async with serve(config, port), connect_url(f"http://127.0.0.1:{port}/mcp", "2026-07-28", Answers()) as client:
+    async with serve(config, port), http_client("2026-07-28", f"http://127.0.0.1:{port}/mcp", Answers()) as client:
         plan = await preview(client, TENANTS)
         version = TENANTS.version(db, TENANTS.main)
         args = {"planId": plan["planId"], "idempotencyKey": new_key()}

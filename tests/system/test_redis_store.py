@@ -13,7 +13,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from gateway.errors import StoreUnavailable
-from gateway.stores.redis import RedisStore, parse_url
+from gateway.stores.redis import RedisStore
+from gateway.stores.redis_url import parse_url
 from tests.support.processes import free_port
 from tests.unit.test_store_contract import RETENTION, StoreContract, _assert_exclusive, in_flight, make_plan
 
@@ -161,14 +162,32 @@ async def test_an_unreachable_redis_fails_closed(tmp_path: Path) -> None:
         await store.close()
 
 
-def test_the_store_url_carries_the_lease_and_prefix_and_refuses_unknown_parameters() -> None:
-    assert parse_url("redis://h:1/2?lock_lease=5&prefix=gw1:&socket_timeout=3") == (
-        "redis://h:1/2?socket_timeout=3",
+def test_the_store_url_carries_our_parameters_and_refuses_unknown_ones() -> None:
+    parsed = parse_url("redis://h:1/2?lock_lease=5&prefix=gw1:&socket_timeout=3&retries=1")
+    assert (parsed.url, parsed.lease, parsed.prefix, parsed.retries, parsed.min_replicas) == (
+        "redis://h:1/2?socket_timeout=3&socket_connect_timeout=1",
         5.0,
         "gw1:",
+        1,
+        0,
     )
-    assert parse_url("redis://h:1/0") == ("redis://h:1/0", 60.0, "gateway:")
+    plain = parse_url("redis://h:1/0")
+    assert (plain.url, plain.lease, plain.prefix) == (
+        "redis://h:1/0?socket_timeout=1&socket_connect_timeout=1",
+        60.0,
+        "gateway:",
+    )
+    sentinel = parse_url("redis+sentinel://:pw@a:26379,b:26380/mymaster/3?replica_wait=2")
+    assert (sentinel.sentinels, sentinel.service, sentinel.db, sentinel.password) == (
+        [("a", 26379), ("b", 26380)],
+        "mymaster",
+        3,
+        "pw",
+    )
+    assert (sentinel.min_replicas, sentinel.replica_wait, sentinel.options["socket_timeout"]) == (1, 2.0, 1.0)
     with pytest.raises(ValueError, match="lock_leese"):
         parse_url("redis://h:1/0?lock_leese=5")
     with pytest.raises(ValueError, match="positive"):
         parse_url("redis://h:1/0?lock_lease=0")
+    with pytest.raises(ValueError, match="SERVICE"):
+        parse_url("redis+sentinel://a:26379")

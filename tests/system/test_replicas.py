@@ -35,9 +35,10 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.chaos import ENV_VAR, POINTS
 from gateway.stores.redis import RedisStore
+from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml
-from tests.support.processes import free_port, http_backend, process, wait_for_port
+from tests.support.processes import free_port, http_backend, process, until, wait_for_port
 from tests.support.profiles import TENANTS
 from tests.support.redis import redis_process
 
@@ -46,6 +47,9 @@ pytestmark = pytest.mark.anyio
 PROFILE = TENANTS
 KEY_OLD = "old-secret-0123456789abcdef0123456789abcdef"
 KEY_NEW = "new-secret-0123456789abcdef0123456789abcdef"
+SHORT_CALL = 2.0
+SHORT_LEASE = SHORT_CALL + LEASE_MARGIN_SECONDS + 0.5
+"""The shortest lock lease serve accepts over a 2 s backend call timeout: a dead replica's lock lapses soon."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,13 @@ class Replica:
 
 @asynccontextmanager
 async def replicas(
-    tmp: Path, backend_port: int, store: str, rings: list[str], count: int = 1, crash_first_at: str | None = None
+    tmp: Path,
+    backend_port: int,
+    store: str,
+    rings: list[str],
+    count: int = 1,
+    crash_first_at: str | None = None,
+    call_timeout: float = 20,
 ) -> AsyncIterator[list[Replica]]:
     """``count`` `serve` processes per GATEWAY_SECRET_KEY ring in ``rings``, started together, stopped after.
 
@@ -72,7 +82,11 @@ async def replicas(
                 tmp / "backend.db",
                 store=store,
                 state_dir=directory / "state",
-                backend={"transport": "http", "url": f"http://127.0.0.1:{backend_port}/mcp"},
+                backend={
+                    "transport": "http",
+                    "url": f"http://127.0.0.1:{backend_port}/mcp",
+                    "call_timeout_seconds": call_timeout,
+                },
             )
             config = write_toml(_without_none(data), directory / "gateway.toml")
             env = {**os.environ, "GATEWAY_SECRET_KEY": ring}
@@ -145,15 +159,6 @@ async def spread(balancer: Balancer, answers: Answers | None = None) -> AsyncIte
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "backend.db"
-
-
-async def until(condition: Callable[[], bool], seconds: float = 30) -> None:
-    """Poll another process's state (a file, the backend's database) until ``condition`` holds."""
-    with anyio.fail_after(seconds):
-        while True:
-            if condition():
-                return
-            await anyio.sleep(0.02)
 
 
 def result_body(result: types.CallToolResult) -> dict[str, Any]:
@@ -251,11 +256,11 @@ async def test_a_replica_killed_mid_write_leaves_its_key_unknown_and_another_rep
     backend, backend_log = free_port(), tmp_path / "backend.log"
     backend_args = [*PROFILE.seed_demo, "--fault", "latency=1500:1"]
     command = [sys.executable, "-m", PROFILE.backend_module, "--http", f"127.0.0.1:{backend}", "--db", str(db)]
-    store = redis_url + "?lock_lease=1"  # a dead holder's lock lapses within a second
+    store = redis_url + f"?lock_lease={SHORT_LEASE}"  # a dead holder's lock lapses within seconds
     with backend_log.open("wb") as log:
         async with (
             process([*command, *backend_args], backend, stderr=log),
-            replicas(tmp_path, backend, store, [KEY_NEW], 3) as group,
+            replicas(tmp_path, backend, store, [KEY_NEW], 3, call_timeout=SHORT_CALL) as group,
         ):
             victim, survivor, other = (replica.port for replica in group)
             version = PROFILE.version(db, PROFILE.main)
@@ -306,7 +311,15 @@ async def test_a_replica_crashing_at_any_step_never_leads_to_a_second_write_on_a
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, redis_url + "?lock_lease=1", [KEY_NEW], 2, crash_first_at=point) as group,
+        replicas(
+            tmp_path,
+            backend,
+            redis_url + f"?lock_lease={SHORT_LEASE}",
+            [KEY_NEW],
+            2,
+            crash_first_at=point,
+            call_timeout=SHORT_CALL,
+        ) as group,
     ):
         crashing, survivor = group
         async with sticky(survivor.port) as client:

@@ -3,18 +3,21 @@ the person at the keyboard confirms (or declines) at the prompt."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import select
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.support.configs import write_config
+from tests.support.configs import config_data, write_config, write_toml
 from tests.support.processes import free_port, serve
 from tests.support.profiles import TENANTS
 
@@ -121,4 +124,102 @@ async def test_a_person_previews_and_confirms_a_reset_from_the_terminal(tmp_path
     assert 'Delete 812 rows in tn_checkout01 and load fixture "empty" (0 rows)?' in screen
     assert code == 0, screen
     assert "replayed: false" in screen and "version: 2" in screen
+    assert screen.index("asking the user") < screen.index("calling the backend") < screen.index("done")
     assert TENANTS.write_count(db) == 1
+
+
+READER = "terminal-reader-token"
+
+
+@pytest.fixture(scope="module")
+async def gateways(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, str]]:
+    """Two real gateways on one backend file: one open (loopback, no auth), one wanting a static token that
+    grants reads only; their URLs."""
+    tmp = tmp_path_factory.mktemp("terminal")
+    open_port, auth_port = free_port(), free_port()
+    auth_url = f"http://127.0.0.1:{auth_port}/mcp"
+    data = config_data(TENANTS, tmp / "backend.db", *TENANTS.seed_demo, state_dir=tmp / "state")
+    open_config = write_toml(data, tmp / "open.toml")
+    data["auth"] = {
+        "verifier": "static",
+        "resource_url": auth_url,
+        "tokens": [
+            {"sha256": hashlib.sha256(READER.encode()).hexdigest(), "client_id": "r", "scopes": ["tenants:read"]}
+        ],
+    }
+    async with serve(open_config, open_port), serve(write_toml(data, tmp / "auth.toml"), auth_port):
+        yield f"http://127.0.0.1:{open_port}/mcp", auth_url
+
+
+async def terminal(*words: str, token: str | None = None) -> tuple[int, str, str]:
+    """The terminal client as a process: exit status, stdout, stderr."""
+    env = {key: value for key, value in os.environ.items() if key != "GATEWAY_TOKEN"}
+    if token is not None:
+        env["GATEWAY_TOKEN"] = token
+    done = await anyio.run_process([sys.executable, "-m", "gateway", *words], check=False, env=env)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def one_or_two_sentences(stderr: str) -> bool:
+    lines = stderr.strip().splitlines()
+    return 1 <= len(lines) <= 2 and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "words", "token"),
+    [
+        ("gateway not running", ["call", "list_tenants", "--url", "http://127.0.0.1:{free}/mcp"], None),
+        ("wrong URL", ["call", "list_tenants", "--url", "{open_base}/wrong"], None),
+        ("no token", ["call", "list_tenants", "--url", "{auth}"], None),
+        ("bad token", ["call", "list_tenants", "--url", "{auth}"], "not-a-token"),
+        ("unknown tool", ["call", "list_tenant", "--url", "{open}"], None),
+        (
+            "hidden tool",
+            ["call", "reset_tenant", "planId=pl_x", "idempotencyKey=k-12345678", "--url", "{auth}"],
+            READER,
+        ),
+        ("unknown argument", ["call", "list_tenants", "lmit=5", "--url", "{open}"], None),
+        ("bad syntax", ["call", "list_tenants", "limit", "--url", "{open}"], None),
+    ],
+)
+async def test_every_terminal_failure_is_one_or_two_sentences_and_exit_2(
+    gateways: tuple[str, str], case: str, words: list[str], token: str | None
+) -> None:
+    open_url, auth_url = gateways
+    fill = {"free": free_port(), "open_base": open_url.removesuffix("/mcp"), "auth": auth_url, "open": open_url}
+    code, out, err = await terminal(*(word.format(**fill) for word in words), token=token)
+    assert code == 2, (case, out, err)
+    assert one_or_two_sentences(err), (case, err)
+    assert out == ""
+
+
+async def test_the_terminal_names_what_to_do_for_a_missing_token_and_a_misspelt_tool(
+    gateways: tuple[str, str],
+) -> None:
+    open_url, auth_url = gateways
+    _, _, err = await terminal("call", "list_tenants", "--url", auth_url)
+    assert "GATEWAY_TOKEN" in err
+    _, _, err = await terminal("call", "list_tenant", "--url", open_url)
+    assert "list_tenants?" in err and "preview_tenant_reset" in err
+    _, _, err = await terminal("call", "reset_tenant", "--url", auth_url, token=READER)
+    assert "reset_tenant" in err and "preview_tenant_reset" in err and ", reset_tenant" not in err
+
+
+async def test_a_typed_word_becomes_the_type_the_input_schema_asks_for(gateways: tuple[str, str]) -> None:
+    open_url, _ = gateways
+    code, out, err = await terminal("call", "list_tenants", "limit=2", "--url", open_url, "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["tenants"]) == 2
+
+
+async def test_tools_lists_each_tool_with_its_annotations_and_arguments(gateways: tuple[str, str]) -> None:
+    open_url, auth_url = gateways
+    code, out, err = await terminal("tools", "--url", open_url)
+    assert code == 0, err
+    blocks = {block.split()[0]: block for block in out.strip().split("\n\n")}
+    assert set(blocks) == {"list_tenants", "preview_tenant_reset", "reset_tenant"}
+    assert "read-only" in blocks["list_tenants"] and "limit: integer, 1..50, default 20" in blocks["list_tenants"]
+    assert "destructive" in blocks["reset_tenant"] and "idempotencyKey: string" in blocks["reset_tenant"]
+    code, out, _ = await terminal("tools", "--url", auth_url, "--json", token=READER)
+    assert code == 0
+    assert [json.loads(line)["name"] for line in out.splitlines()] == ["list_tenants", "preview_tenant_reset"]

@@ -22,7 +22,7 @@ def test_the_default_config_publishes_three_tools_split_by_risk() -> None:
     }
     reset = config.tools["reset_tenant"]
     assert isinstance(reset, WriteTool) and reset.preview == "preview_tenant_reset"
-    assert config.gateway.store == "sqlite:var/gateway.db"
+    assert config.gateway.store == f"sqlite:{config.gateway.state_dir}/gateway.db"
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,15 @@ import anyio
 import pytest
 
 from gateway.approvals.rules import decide, new_approval
-from gateway.audit.chain import verify
+from gateway.audit.chain import ChainKeys, verify
+from gateway.errors import StoreInUse
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan
 from gateway.stores import Store, open_store
 
 pytestmark = pytest.mark.anyio
 
 RETENTION = 86_400.0
+KEYS = ChainKeys([b"contract-audit-key-0123456789abcdef"])
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -48,7 +50,7 @@ class StoreContract:
 
     @pytest.fixture
     async def store(self, store_url: str) -> AsyncIterator[Store]:
-        opened = open_store(store_url)
+        opened = open_store(store_url, KEYS)
         try:
             yield opened
         finally:
@@ -157,12 +159,47 @@ class StoreContract:
             AuditEntry(at=time.time() + n, caller="alice", tool="reset_tenant", outcome=outcome, extra={"n": n})
             for n, outcome in enumerate(["refused", "applied", "replayed"])
         ]
-        for entry in entries:
-            await store.append_audit(entry)
+        returned = [await store.append_audit(entry) for entry in entries]
         stored = [entry async for entry in store.audit_entries()]
-        assert [replace(entry, seq=0, prev_hash="", hash="") for entry in stored] == entries
+        assert returned == stored  # each as stored: sealed, numbered
+        assert [replace(entry, seq=0, prev_hash="", hash="", key_id="") for entry in stored] == entries
         assert [entry.seq for entry in stored] == [1, 2, 3]
-        assert verify(stored) == []
+        assert {entry.key_id for entry in stored} == {KEYS.sealing.id}
+        assert verify(stored, KEYS).problems == []
+        assert verify(stored, ChainKeys([b"some-other-key-0123456789abcdef0123"])).problems != []
+
+    async def test_settle_stores_the_outcome_and_its_audit_entry_together(self, store: Store) -> None:
+        plan = make_plan()
+        await store.put_plan(plan, time.time())
+        await store.append_audit(AuditEntry(at=1.0, caller="alice", tool="reset_tenant", outcome="refused"))
+        await store.claim(in_flight(plan), time.time(), RETENTION)
+        applied = replace(in_flight(plan), state="applied", result={"version": 4})
+        entry = AuditEntry(at=2.0, caller="alice", tool="reset_tenant", outcome="applied", idempotency_key="key-0001")
+        returned = await store.settle(applied, entry)
+        stored = [entry async for entry in store.audit_entries()]
+        assert returned == stored[-1]
+        assert replace(stored[-1], seq=0, prev_hash="", hash="", key_id="") == entry
+        assert await store.get_record("alice", "key-0001") == applied
+        assert verify(stored, KEYS).problems == []
+
+    async def test_trimming_the_audit_leaves_a_checkpoint_and_a_chain_that_still_verifies(self, store: Store) -> None:
+        for n in range(5):
+            await store.append_audit(AuditEntry(at=float(n), caller="c", tool="t", outcome="refused"))
+        assert await store.trim_audit(0.0, 10.0) is None  # nothing older
+        checkpoint = await store.trim_audit(3.0, 10.0)
+        stored = [entry async for entry in store.audit_entries()]
+        assert [entry.seq for entry in stored] == [4, 5, 6]
+        assert checkpoint == stored[-1]
+        assert (checkpoint.outcome, checkpoint.extra["trimmed_through"], checkpoint.extra["trimmed_entries"]) == (
+            "trimmed",
+            3,
+            3,
+        )
+        assert verify(stored, KEYS).problems == []
+        assert verify(stored[1:], KEYS).problems != []  # deleting past the checkpoint is still caught
+        everything = await store.trim_audit(100.0, 11.0)  # the checkpoint goes on after the newest entry
+        assert everything is not None and (everything.seq, everything.prev_hash) == (7, checkpoint.hash)
+        assert verify([entry async for entry in store.audit_entries()], KEYS).problems == []
 
     async def test_concurrent_audit_appends_never_fork_the_chain(self, store: Store) -> None:
         async with anyio.create_task_group() as tasks:
@@ -170,7 +207,7 @@ class StoreContract:
                 tasks.start_soon(store.append_audit, AuditEntry(at=float(n), caller="c", tool="t", outcome="applied"))
         stored = [entry async for entry in store.audit_entries()]
         assert [entry.seq for entry in stored] == list(range(1, 31))
-        assert verify(stored) == []
+        assert verify(stored, KEYS).problems == []
 
     async def test_a_rate_limit_bucket_empties_after_its_burst(self, store: Store) -> None:
         now = time.time()
@@ -215,9 +252,27 @@ class StoreContract:
             await store.put_approval(approval)
         assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
 
+    async def test_this_process_may_serve_the_store_and_take_it_again(self, store: Store) -> None:
+        await store.serve_from("test process")
+        await store.serve_from("test process")
+        assert await store.recover_in_flight() == []
+
 
 class TestMemoryAndSqliteStores(StoreContract):
     """The contract against the stores of one process."""
+
+
+async def test_a_sqlite_store_is_served_by_one_process_until_it_closes(tmp_path: Path) -> None:
+    first, second = open_store(f"sqlite:{tmp_path}/gateway.db"), open_store(f"sqlite:{tmp_path}/gateway.db")
+    try:
+        await first.serve_from("the first (pid 1)")
+        with pytest.raises(StoreInUse, match=r"the first \(pid 1\)"):
+            await second.serve_from("the second (pid 2)")
+        await first.close()
+        await second.serve_from("the second (pid 2)")
+    finally:
+        await first.close()
+        await second.close()
 
 
 async def _assert_exclusive(stores: list[Store], target: str) -> None:

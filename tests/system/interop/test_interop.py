@@ -421,33 +421,39 @@ async def served_with_tokens(node_tools: None, tmp_path_factory: pytest.TempPath
         yield gw
 
 
-async def inspector(url: str, home: Path, *args: str, ok: bool = True) -> dict[str, Any]:
+async def inspector(url: str, home: Path, *args: str, ok: bool = True, tool_error: bool = False) -> dict[str, Any]:
     """One Inspector CLI run against an ad hoc URL, JSON on stdout; its home (catalog, secrets) is a temp folder.
 
     ``--stored-auth-only``: never start an interactive OAuth login (a browser) when the gateway answers 401.
+    ``tool_error``: the call answers ``isError`` (the Inspector exits 5 and still prints the result on stdout).
     """
     env = {**os.environ, "HOME": str(home)}
     command = [node22(), str(INSPECTOR), "--cli", url, *args, "--stored-auth-only", "--format", "json"]
     with anyio.fail_after(STEP_SECONDS):
         done = await anyio.run_process(command, cwd=INTEROP, env=env, check=False)
     stdout, stderr = done.stdout.decode(), done.stderr.decode()
-    assert (done.returncode == 0) == ok, f"{' '.join(args)}: exit {done.returncode}\n{stdout}\n{stderr}"
+    expected = 5 if tool_error else 0
+    assert (done.returncode == expected) == ok, f"{' '.join(args)}: exit {done.returncode}\n{stdout}\n{stderr}"
     reply: dict[str, Any] = json.loads(stdout if ok else stderr.strip().splitlines()[-1])
     return reply
 
 
-def call_list_tenants(era: str, limit: int) -> tuple[str, ...]:
-    arguments = json.dumps({"limit": limit})
+def call_tool(era: str, tool: str, arguments: dict[str, Any]) -> tuple[str, ...]:
+    """The Inspector's arguments for one tools/call."""
     return (
         "--protocol-era",
         era,
         "--method",
         "tools/call",
         "--tool-name",
-        TENANTS.list_tool,
+        tool,
         "--tool-args-json",
-        arguments,
+        json.dumps(arguments),
     )
+
+
+def call_list_tenants(era: str, limit: int) -> tuple[str, ...]:
+    return call_tool(era, TENANTS.list_tool, {"limit": limit})
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -571,3 +577,21 @@ async def test_the_conformance_suite_passes_but_for_its_baseline(served: Served,
     wire_checked = [scenario for scenario, checks in results.items() if "wire-schema-valid" in checks]
     assert len(wire_checked) >= len(results) // 2, "the wire-schema check ran in most scenarios"
     assert served.writes() == writes, "the suite's probing wrote nothing"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_inspector_cli_cannot_confirm_so_a_write_answers_confirmation_unavailable(
+    served: Served, era: str, tmp_path: Path
+) -> None:
+    writes = served.writes()
+    plan = success(await inspector(served.url, tmp_path, *call_tool(era, TENANTS.preview_tool, TENANTS.preview_args())))
+    key = new_key()
+    written = await inspector(
+        served.url,
+        tmp_path,
+        *call_tool(era, TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": key}),
+        tool_error=True,
+    )
+    assert written["result"]["isError"] is True
+    assert json.loads(written["result"]["content"][0]["text"])["code"] == "confirmation_unavailable"
+    assert served.writes() == writes

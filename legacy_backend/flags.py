@@ -1,4 +1,11 @@
-"""``python -m tests.flags_backend (--stdio | --http HOST:PORT) --db PATH [--seed-demo] [--seed-flags N]``."""
+"""A second legacy god-tool server, shaped differently from the tenant one: the demo behind config/flags.toml.
+
+``manage_flags(op, args)`` keeps feature flags in SQLite. Its results are nested (``{"ok", "data": {...}}``),
+its version field is ``meta.rev``, its protection flag is ``meta.locked``, and a missing flag is reported as
+"does not exist". The gateway wraps it with config/flags.toml alone; the tests run every safety test against it.
+
+    python -m legacy_backend.flags (--stdio | --http HOST:PORT) --db PATH [--seed-demo] [--seed-flags N] [--fault SPEC]
+"""
 
 from __future__ import annotations
 
@@ -34,7 +41,7 @@ DEMO = [
     ("billing.retry", "Billing retries", 1, 100),
     ("load.shedding", "Load shedding", 0, 5),
 ]
-log = logging.getLogger("flags_backend")
+log = logging.getLogger("legacy_backend.flags")
 
 
 class Flags:
@@ -152,7 +159,7 @@ def build(flags: Flags, faults: Faults) -> MCPServer:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: transport, database, seeding, faults."""
-    parser = argparse.ArgumentParser(prog="flags_backend")
+    parser = argparse.ArgumentParser(prog="python -m legacy_backend.flags")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true")
     mode.add_argument("--http")

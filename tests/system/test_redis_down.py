@@ -1,0 +1,34 @@
+"""While Redis is down, every tool answers the coded ``backend_unavailable`` (reads and previews too, not a
+JSON-RPC error), and nothing is written: what docs/deployment.md says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from gateway.config import parse_config
+from tests.support.clients import Answers, connect, error_code, new_key, running_gateway
+from tests.support.configs import config_data
+from tests.support.processes import free_port
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_every_tool_answers_backend_unavailable_while_redis_is_down(tmp_path: Path, era: str) -> None:
+    db = tmp_path / "backend.db"
+    store = f"redis://127.0.0.1:{free_port()}/0?socket_connect_timeout=1"
+    data = config_data(TENANTS, db, *TENANTS.seed_demo, store=store, state_dir=tmp_path)
+    data["rate_limits"] = {}  # the default per-caller bucket, which lives in the store
+    async with running_gateway(parse_config(data), backend_in_process=True) as gw:
+        with anyio.fail_after(60):
+            async with connect(gw, era, Answers()) as client:
+                listing = await client.call_tool(TENANTS.list_tool, {})
+                planned = await client.call_tool(TENANTS.preview_tool, TENANTS.preview_args())
+                written = await client.call_tool(
+                    TENANTS.write_tool, {"planId": "pl_" + "a" * 22, "idempotencyKey": new_key()}
+                )
+    assert [error_code(result) for result in (listing, planned, written)] == ["backend_unavailable"] * 3
+    assert TENANTS.write_count(db) == 0
