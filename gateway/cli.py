@@ -66,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         "arguments", nargs="*", metavar="key=value|key:=json", help="typed by the tool's inputSchema; := sends JSON"
     )
     call.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    call.add_argument(
+        "--answers-from-stdin",
+        action="store_true",
+        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: refuse)",
+    )
     tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
     tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
     for sub in (call, tools):
@@ -128,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
         if args.command == "tools":
             return terminal.run_tools(args.url, args.token_env, args.json)
-        return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json)
+        return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json, args.answers_from_stdin)
     if args.command == "init":
         return run_init(Path(args.dir), args.force)
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from gateway.approvals.notify import Notifier
 from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
@@ -29,6 +28,7 @@ from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
 from gateway.stores.unsettled import Unsettled
+from gateway.webhooks import Notifier
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 It connects to a running gateway over streamable HTTP (2025-11-25 era, so confirmation prompts and progress
 arrive during the call), prints the result as a table, and answers prompts at the keyboard: y/N for a checkbox,
-the target's id for a typed confirmation. Arguments are typed by the tool's inputSchema (gateway.terminal_args).
+the target's id for a typed confirmation; it will not answer from a stdin that is not a terminal unless told to
+(``--answers-from-stdin``). Arguments are typed by the tool's inputSchema (gateway.terminal_args).
 A bearer token is read from an environment variable (never from the command line, where ``ps`` would show it).
 Everything shown that came from the gateway is escaped (gateway.text); every failure is one or two
 sentences (gateway.terminal_failures). Exit status: 0 success, 1 a refusal (a coded tool error), 2 a usage,
@@ -49,20 +50,38 @@ class LastStatus:
 
 
 @asynccontextmanager
-async def connected(url: str, token: str | None, last: LastStatus) -> AsyncIterator[Client]:
-    """A 2025-era client on the gateway, answering prompts at the keyboard."""
+async def connected(url: str, token: str | None, last: LastStatus, piped: bool = False) -> AsyncIterator[Client]:
+    """A 2025-era client on the gateway, answering prompts at the keyboard (or from a pipe when ``piped``)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=600), event_hooks={"response": [last]})
+    answers = Keyboard(piped)
     async with (
         http,
-        Client(
-            streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=ask_at_terminal
-        ) as client,
+        Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=answers) as client,
     ):
         yield client
 
 
-async def ask_at_terminal(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+class Keyboard:
+    """Answers the gateway's questions from a person at a terminal.
+
+    A stdin that is not a terminal (``echo y | mcp-safety-gateway call ...``) is a script, not a person: its
+    prompts are cancelled, so nothing is written, unless the operator said ``--answers-from-stdin``."""
+
+    def __init__(self, piped: bool) -> None:
+        self.piped = piped
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if not self.piped and not sys.stdin.isatty():
+            say(
+                "not answering: stdin is not a terminal, so no person is there to confirm",
+                "run it in a terminal, or pass --answers-from-stdin to let a script answer",
+            )
+            return types.ElicitResult(action="cancel")
+        return await ask_at_terminal(params)
+
+
+async def ask_at_terminal(params: types.ElicitRequestParams) -> types.ElicitResult:
     """Show the gateway's question and read the answer from the keyboard."""
     message = getattr(params, "message", "")
     schema = getattr(params, "requested_schema", {}) or {}
@@ -190,12 +209,12 @@ def show_result(result: types.CallToolResult, raw: bool) -> int:
     return 0
 
 
-async def call(url: str, tool: str, pairs: list[str], token_env: str, raw: bool) -> int:
+async def call(url: str, tool: str, pairs: list[str], token_env: str, raw: bool, piped: bool = False) -> int:
     """The ``call`` subcommand: list the tools, type the arguments, call, print."""
     token = os.environ.get(token_env) or None
     last = LastStatus()
     try:
-        async with connected(url, token, last) as client:
+        async with connected(url, token, last, piped) as client:
             listed = {item.name: item for item in (await client.list_tools()).tools}
             if tool not in listed:
                 say(*unknown_tool(tool, list(listed)))
@@ -230,7 +249,7 @@ async def list_tools(url: str, token_env: str, raw: bool) -> int:
     return 0
 
 
-def run(url: str, tool: str, pairs: list[str], token_env: str, raw: bool) -> int:
+def run(url: str, tool: str, pairs: list[str], token_env: str, raw: bool, piped: bool = False) -> int:
     """Entry of ``call``."""
     try:
         parse_pairs(pairs)  # the syntax, before any connection; the types come from the tool's schema
@@ -238,7 +257,7 @@ def run(url: str, tool: str, pairs: list[str], token_env: str, raw: bool) -> int
         say(str(exc))
         return 2
     try:
-        return anyio.run(call, url, tool, pairs, token_env, raw)
+        return anyio.run(call, url, tool, pairs, token_env, raw, piped)
     except KeyboardInterrupt:
         say("interrupted")
         return 130

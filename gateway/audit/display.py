@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway.principal import readable
 from gateway.printable import columns
 from gateway.records import AuditEntry
-
-
-def when(entry: AuditEntry) -> str:
-    """The entry's time in RFC 3339 UTC."""
-    return datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+from gateway.text import rfc3339
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
     """An entry as one JSON object, its time in RFC 3339 UTC (``audit list --json``, the audit stream)."""
-    return {**dataclasses.asdict(entry), "at": when(entry)}
+    return {**dataclasses.asdict(entry), "at": rfc3339(entry.at)}
 
 
 def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:
@@ -43,7 +38,7 @@ def table(entries: list[AuditEntry]) -> str:
         rows.append(
             (
                 str(entry.seq),
-                when(entry),
+                rfc3339(entry.at),
                 readable(entry.caller),
                 entry.tool,
                 entry.target or "",

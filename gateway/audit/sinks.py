@@ -20,8 +20,6 @@ is handed only the store, and several gateways may run in one process (the tests
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -40,10 +38,10 @@ from prometheus_client import Counter
 from gateway.audit.display import entry_json
 from gateway.config import AuditStreamSection
 from gateway.records import AuditEntry
+from gateway.webhooks import SIGNATURE_HEADER, signature
 
 log = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Gateway-Signature"
 TRIES = 3
 DRAIN_SECONDS = 5.0
 """At shutdown, how long the sinks may take to send what is queued before it is given up (and logged)."""
@@ -51,12 +49,6 @@ DRAIN_SECONDS = 5.0
 
 class SinkError(Exception):
     """A sink cannot be set up; the message names the config key."""
-
-
-def signature(secret: bytes, timestamp: int, body: bytes) -> str:
-    """The value of the signature header for ``body`` sent at ``timestamp``."""
-    mac = hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
 
 
 Deliver = Callable[[bytes], Awaitable[None]]

@@ -128,6 +128,29 @@ async def test_a_person_previews_and_confirms_a_reset_from_the_terminal(tmp_path
     assert TENANTS.write_count(db) == 1
 
 
+async def test_a_piped_yes_confirms_nothing_unless_the_operator_lets_a_script_answer(tmp_path: Path) -> None:
+    config, port = write_config(TENANTS, tmp_path), free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    db = tmp_path / "backend.db"
+
+    async def reset_with_piped_yes(key: str, *flags: str) -> subprocess.CompletedProcess[bytes]:
+        words = ("tenantId=tn_checkout01", "fixture=empty")
+        preview = await anyio.run_process(gateway_call(url, "preview_tenant_reset", *words), check=False)
+        plan_id = re.search(r"planId: (pl_\S+)", preview.stdout.decode())
+        assert plan_id is not None, preview.stdout
+        reset = gateway_call(url, "reset_tenant", f"planId={plan_id.group(1)}", f"idempotencyKey={key}", *flags)
+        return await anyio.run_process(reset, input=b"y\n", check=False)
+
+    async with serve(config, port):
+        piped = await reset_with_piped_yes("piped-key-0001")
+        assert piped.returncode == 1 and "error not_confirmed" in piped.stdout.decode()
+        assert "stdin is not a terminal" in piped.stderr.decode()
+        assert TENANTS.write_count(db) == 0
+        allowed = await reset_with_piped_yes("piped-key-0002", "--answers-from-stdin")
+    assert allowed.returncode == 0, allowed.stderr
+    assert TENANTS.write_count(db) == 1
+
+
 READER = "terminal-reader-token"
 
 

@@ -8,8 +8,9 @@ import hmac
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from gateway.audit.sinks import SinkError, open_feed, signature
+from gateway.audit.sinks import SinkError, open_feed
 from gateway.config import AuditStreamSection, ConfigError, load_config, parse_config
+from gateway.webhooks import signature
 
 pytestmark = pytest.mark.anyio
 

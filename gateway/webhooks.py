@@ -86,7 +86,7 @@ class Notifier:
             limit.release()
 
     async def _post(self, webhook: Webhook, body: bytes, notice: Notice) -> bool:
-        headers = {"Content-Type": "application/json", **signature(webhook, body)}
+        headers = {"Content-Type": "application/json", **signed(webhook, body)}
         try:
             async with httpx.AsyncClient(timeout=TIMEOUT) as http:
                 response = await http.post(webhook.url, content=body, headers=headers)
@@ -128,11 +128,20 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
     }
 
 
-def signature(webhook: Webhook, body: bytes, now: float | None = None) -> dict[str, str]:
-    """The signature header for a body (none when the webhook has no secret)."""
+SIGNATURE_HEADER = "X-Gateway-Signature"
+
+
+def signature(secret: bytes, timestamp: int, body: bytes) -> str:
+    """The value of the signature header for ``body`` sent at ``timestamp`` (approval notices and the audit
+    stream sign alike)."""
+    mac = hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def signed(webhook: Webhook, body: bytes, now: float | None = None) -> dict[str, str]:
+    """The signature header for a notice's body (none when the webhook has no secret)."""
     secret = os.environ.get(webhook.secret_env, "") if webhook.secret_env else ""
     if not secret:
         return {}
-    stamp = str(int(now if now is not None else time.time()))
-    mac = hmac.new(secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return {"X-Gateway-Signature": f"t={stamp},v1={mac}"}
+    stamp = int(now if now is not None else time.time())
+    return {SIGNATURE_HEADER: signature(secret.encode(), stamp, body)}
