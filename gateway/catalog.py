@@ -2,7 +2,9 @@
 
 The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
 a compiled validator (gateway.validators) that answers valid / not valid, and ``jsonschema`` for what it cannot compile
-and for the message when a check fails.
+and for the message when a check fails. ``fits`` checks one field of a tool's output on its own, so that values
+from the backend (a version, a summary number, an id) are checked where they enter, before they are planned,
+recorded or returned.
 
 Some schemas need the backends: an input enum read from a lookup, a pass-through tool's schemas from its
 backend's ``tools/list``. A ``Catalog`` holds the tools that could be built and, for the others, why not (their
@@ -18,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import FormatChecker
+from jsonschema.protocols import Validator
 
 from gateway.config import GatewayConfig, Limits, PassthroughTool, PreviewTool, ReadTool, ToolConfig, WriteTool
 from gateway.errors import Code, ToolError
 from gateway.templates import names_in
 from gateway.text import is_plain, quoted
-from gateway.validators import Check, compile_check
+from gateway.validators import Check, SchemaValidator, compile_check, published
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +43,11 @@ class PublishedTool:
     name: str
     config: ToolConfig
     tool: types.Tool
-    inputs: Draft202012Validator
-    outputs: Draft202012Validator
+    inputs: Validator
+    outputs: Validator
     inputs_valid: Check | None = None
     outputs_valid: Check | None = None
+    field_checks: dict[str, Check] = field(default_factory=dict)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise invalid_arguments naming the first problem; nothing is coerced."""
@@ -64,6 +68,11 @@ class PublishedTool:
         error = next(iter(self.outputs.iter_errors(body)), None)
         if error is not None:
             raise ValueError(f"{self.name} output does not match its outputSchema: {_short(error.message)}")
+
+    def fits(self, name: str, value: Any) -> bool:
+        """Whether one field of this tool's output may hold ``value`` (a field the output does not declare: no)."""
+        check = self.field_checks.get(name)
+        return check is not None and check(value)
 
 
 class Misfit(Exception):
@@ -134,7 +143,7 @@ def publish(
     if isinstance(tool_config, PassthroughTool):
         tool = _passthrough(name, tool_config, listings[config.backend_of(name)])
     else:
-        input_schema, output_schema = _schemas(config, tool_config, lookups)
+        input_schema, output_schema = (published(schema) for schema in _schemas(config, tool_config, lookups))
         tool = types.Tool(
             name=name,
             title=tool_config.title,
@@ -145,14 +154,16 @@ def publish(
         )
     assert tool.output_schema is not None
     formats = FormatChecker()
+    input_schema, output_schema = dict(tool.input_schema), dict(tool.output_schema)
     return PublishedTool(
         name=name,
         config=tool_config,
         tool=tool,
-        inputs=Draft202012Validator(tool.input_schema, format_checker=formats),
-        outputs=Draft202012Validator(tool.output_schema, format_checker=formats),
-        inputs_valid=compile_check(dict(tool.input_schema), formats),
-        outputs_valid=compile_check(dict(tool.output_schema), formats),
+        inputs=SchemaValidator(input_schema, format_checker=formats),
+        outputs=SchemaValidator(output_schema, format_checker=formats),
+        inputs_valid=compile_check(input_schema, formats),
+        outputs_valid=compile_check(output_schema, formats),
+        field_checks={name: _check(schema, formats) for name, schema in output_schema.get("properties", {}).items()},
     )
 
 
@@ -189,8 +200,8 @@ def _passthrough(name: str, config: PassthroughTool, listing: list[types.Tool]) 
         name=name,
         title=title,
         description=config.description or found.description,
-        input_schema=inputs,
-        output_schema=outputs,
+        input_schema=published(inputs),
+        output_schema=published(outputs),
         annotations=types.ToolAnnotations(
             title=title,
             read_only_hint=hints.read_only,
@@ -207,6 +218,12 @@ def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: An
         raise Misfit(f"tools.{name}.{key}", f"already has a {prop!r} property, which the gateway adds itself")
     required = [*schema.get("required", []), prop]
     return {**schema, "properties": {**properties, prop: prop_schema}, "required": required}
+
+
+def _check(schema: dict[str, Any], formats: FormatChecker) -> Check:
+    """A compiled check, or jsonschema's answer where the schema is outside the compiled subset."""
+    compiled = compile_check(schema, formats)
+    return compiled if compiled is not None else SchemaValidator(schema, format_checker=formats).is_valid
 
 
 def _annotations(tool: ReadTool | PreviewTool | WriteTool) -> types.ToolAnnotations:

@@ -41,6 +41,7 @@ class Code(StrEnum):
     OUTCOME_UNKNOWN = "outcome_unknown"
     BACKEND_UNAVAILABLE = "backend_unavailable"
     BACKEND_ERROR = "backend_error"
+    INTERNAL_ERROR = "internal_error"
     TOO_MANY_SESSIONS = "too_many_sessions"
     PROXIED_REQUEST_REFUSED = "proxied_request_refused"
 
@@ -122,7 +123,7 @@ MEANINGS: dict[Code, Meaning] = {
     ),
     Code.NOT_CONFIRMED: Meaning(
         "declined, cancelled, wrong typed confirmation, or no answer in time",
-        "nothing was changed; ask again if intended",
+        "nothing was changed; a decline or cancel used the plan up: preview again only if the user wants it",
     ),
     Code.APPROVAL_PENDING: Meaning(
         "the write waits for people to approve it on the gateway's page (`details.url`, until `details.expiresAt`)",
@@ -138,6 +139,10 @@ MEANINGS: dict[Code, Meaning] = {
         "the backend (or the shared store) could not be reached; nothing was sent", "retry with the same key"
     ),
     Code.BACKEND_ERROR: Meaning("the backend refused or answered nonsense", "preview again; check the backend"),
+    Code.INTERNAL_ERROR: Meaning(
+        "the gateway failed before it sent the write (its log names the fault); nothing was changed, the key is free",
+        "preview again (or retry later with the same key); tell the operator if it persists",
+    ),
     Code.TOO_MANY_SESSIONS: Meaning(
         "HTTP 429 to `initialize`: this caller already holds `[http] max_sessions_per_caller` open sessions",
         "reuse a session, end unused ones (`DELETE`), or wait for them to expire",

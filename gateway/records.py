@@ -15,7 +15,9 @@ read, imported and tested on their own.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 TOMBSTONE_SECONDS = 3600
@@ -102,17 +104,54 @@ class AuditEntry:
 
 @dataclass(frozen=True)
 class Reply:
-    """The god-tool's answer: its error flag and its text (JSON when well-formed)."""
+    """The god-tool's answer: its error flag and its text (JSON when well-formed and no deeper than
+    ``max_depth`` nested arrays and objects: the backend client passes ``[limits] max_depth``)."""
 
     is_error: bool
     text: str
+    max_depth: int = 16
+
+    @cached_property
+    def _decoded(self) -> Any:
+        return bounded_json(self.text, self.max_depth)
 
     def json(self) -> Any:
-        """The decoded JSON text, or None when the text is not JSON."""
-        try:
-            return json.loads(self.text)
-        except ValueError:
-            return None
+        """The decoded JSON text, or None when the text is not JSON or nested too deeply."""
+        return self._decoded
+
+
+_KEPT = b'"[]{}'
+_DROPPED = bytes(byte for byte in range(256) if byte not in _KEPT)
+_QUOTED = re.compile(rb'"[^"]*"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def nesting_within(text: str, max_depth: int) -> bool:
+    """Whether JSON text nests arrays and objects at most ``max_depth`` deep, found without recursion.
+
+    Escaped backslashes and quotes are dropped, then everything but quotes and brackets; what strings remain
+    are dropped (adjacent quotes first: string contents are only brackets by then); each pass then removes the
+    innermost bracket pairs. Text no deeper than ``max_depth`` is empty within that many passes. ~10 ms per MB."""
+    raw = text.encode("utf-8", "surrogatepass").replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = _QUOTED.sub(b"", raw.translate(None, _DROPPED).replace(b'""', b""))
+    for _ in range(max_depth):
+        if not brackets:
+            return True
+        brackets, removed = _INNERMOST.subn(b"", brackets)
+        if not removed:
+            return False
+    return not brackets
+
+
+def bounded_json(text: str, max_depth: int) -> Any:
+    """JSON text decoded, or None when it is not JSON or nests deeper than ``max_depth`` (a recursive decoder
+    would otherwise meet answers nested 100,000 deep with RecursionError)."""
+    if not nesting_within(text, max_depth):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass(frozen=True)

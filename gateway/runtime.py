@@ -35,6 +35,7 @@ from gateway.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
+from gateway.stores.unsettled import Unsettled
 from gateway.webhooks import Notifier
 
 
@@ -48,6 +49,7 @@ class Gateway:
     keys: list[bytes]
     clock: Callable[[], float] = time.time
     metrics: Metrics = field(default_factory=Metrics)
+    unsettled: Unsettled = field(default_factory=Unsettled)
     refusals: RefusalCounter = field(default_factory=RefusalCounter)
     notifier: Notifier | None = None
     """Delivers approval webhooks in the background (started by open_gateway)."""
@@ -73,9 +75,15 @@ class Gateway:
         """The reads of the backend that serves a tool."""
         return self.readers[self.config.backend_of(tool)]
 
-    async def lookup(self, name: str) -> dict[str, Any]:
-        """A lookup table, read from its own backend once and kept."""
-        return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
+    async def lookup(self, name: str, *, fresh: bool = False) -> dict[str, Any]:
+        """A lookup table from its own backend: read once and kept (the names an input enum lists), or with
+        ``fresh`` read now (the numbers a plan states)."""
+        reader = self.readers[self.config.lookup_backend(name)]
+        return await reader.lookup(name, self.config.lookups[name], fresh=fresh)
+
+    async def fresh_lookup(self, name: str) -> dict[str, Any]:
+        """A lookup table as its backend has it now."""
+        return await self.lookup(name, fresh=True)
 
     async def catalog(self, *, retry: bool = True) -> dict[str, PublishedTool]:
         """The published tools; the first call reads what their schemas need from the backends. Later, while some
@@ -173,7 +181,12 @@ async def open_gateway(
         async with AsyncExitStack() as stack:
             backends: dict[str, Backend] = {}
             for name, section in sections.items():
-                client = McpBackend(section, observe=metrics.backend_observer(name), opener=(openers or {}).get(name))
+                client = McpBackend(
+                    section,
+                    observe=metrics.backend_observer(name),
+                    opener=(openers or {}).get(name),
+                    max_depth=config.limits.max_depth,
+                )
                 backends[name] = await stack.enter_async_context(client)
                 metrics.track_connection(name, _connected(client))
             feed = await stack.enter_async_context(sinks.open_feed(config.audit_stream, metrics.audit_stream))

@@ -6,6 +6,13 @@ nested closures once. It knows a small subset of keywords (the ones config-built
 ``jsonschema``'s Draft 2020-12 meaning; a schema using anything else compiles to ``None`` and the caller keeps
 using ``jsonschema``. A check answers only valid / not valid: on "not valid" the caller asks ``jsonschema``
 for the error to report, so messages do not change.
+
+Patterns match whole values, in both: JSON Schema's ``pattern`` is an ECMA-262 search, where ``^x$`` cannot
+match ``"x\n"``, but Python's ``$`` also matches before a trailing newline, so ``re.search`` would let
+``tn_load04\n`` through ``^[A-Za-z0-9_.-]{1,64}$``. The compiled check uses ``re.fullmatch``, the fallback is
+``SchemaValidator`` (jsonschema's Draft 2020-12 with the same ``pattern``), and ``published`` anchors every
+pattern a schema publishes (``^(?:...)$`` unless it is plainly ``^...$`` already), so a client reading it with
+search semantics accepts exactly what the gateway accepts.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from jsonschema import FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 
 Check = Callable[[Any], bool]
 
@@ -182,8 +191,8 @@ def _string_checks(schema: dict[str, Any], format_checker: FormatChecker | None)
     if "pattern" in schema:
         if not isinstance(schema["pattern"], str):
             raise Unsupported
-        search = re.compile(schema["pattern"]).search
-        checks.append(lambda value: not isinstance(value, str) or search(value) is not None)
+        whole = re.compile(schema["pattern"]).fullmatch
+        checks.append(lambda value: not isinstance(value, str) or whole(value) is not None)
     if "format" in schema and format_checker is not None:
         name, conforms = schema["format"], format_checker.conforms
         checks.append(lambda value: conforms(value, name))
@@ -215,3 +224,30 @@ def _bound(schema: dict[str, Any], keyword: str) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise Unsupported
     return value
+
+
+def _whole_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    if validator.is_type(instance, "string") and re.fullmatch(pattern, instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r} as a whole")
+
+
+SchemaValidator: type[Validator] = extend(Draft202012Validator, {"pattern": _whole_pattern})  # type: ignore[no-untyped-call]
+"""jsonschema's Draft 2020-12 validator, with ``pattern`` matching whole values like the compiled checks."""
+
+
+def anchored(pattern: str) -> str:
+    """The pattern as a whole-value match under search semantics too (ECMA-262, as clients read it)."""
+    plain = pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$") and "|" not in pattern
+    return pattern if plain else f"^(?:{pattern})$"
+
+
+def published(schema: Any) -> Any:
+    """A schema as the gateway publishes it: every ``pattern`` anchored (see ``anchored``)."""
+    if isinstance(schema, list):
+        return [published(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: anchored(value) if key == "pattern" and isinstance(value, str) else published(value)
+        for key, value in schema.items()
+    }

@@ -53,11 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed-tenants", metavar="N", type=_count, default=0, help="add N bulk tenants if there are none"
     )
     parser.add_argument(
+        "--ids-ignore-case",
+        action="store_true",
+        help="match tenant ids whatever their case, answering with the stored id (as many real servers do)",
+    )
+    parser.add_argument(
         "--fault",
         metavar="SPEC",
         action="append",
         default=[],
-        help=f"NAME[=VALUE][:N], repeatable, also read from ${ENV_VAR}; names: {', '.join(FAULT_NAMES)}",
+        help=f"NAME[=VALUE][:N], repeatable, also read from ${ENV_VAR}; names: {', '.join(FAULT_NAMES)}. "
+        "After the write commits: drop-after-write exits unanswered, malformed-after-write truncates the answer, "
+        "deep-after-write[=LEVELS] nests it LEVELS arrays deep (default 100000), huge-after-write=BYTES pads it "
+        "to BYTES, string-version-after-write reports the version as a string. Before it: latency=MS, "
+        "fail-before-write.",
     )
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level"
@@ -89,7 +98,7 @@ async def _serve_http(server: MCPServer, host: str, port: int) -> None:
 def server_for(argv: Sequence[str]) -> MCPServer:
     """The server a command line describes, opened and seeded but not running (tests run it in process)."""
     args = build_parser().parse_args(argv)
-    store = Store(args.db)
+    store = Store(args.db, ids_ignore_case=args.ids_ignore_case)
     store.seed(demo=args.seed_demo, bulk_tenants=args.seed_tenants)
     return build_server(store, Faults(parse_fault_specs([*specs_from_env(), *args.fault]), store))
 
@@ -104,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     _configure_logging(args.log_level)
 
-    store = Store(args.db)
+    store = Store(args.db, ids_ignore_case=args.ids_ignore_case)
     try:
         added = store.seed(demo=args.seed_demo, bulk_tenants=args.seed_tenants)
         if added:

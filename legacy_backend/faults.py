@@ -12,14 +12,25 @@ LATENCY = "latency"
 FAIL_BEFORE_WRITE = "fail-before-write"
 DROP_AFTER_WRITE = "drop-after-write"
 MALFORMED_AFTER_WRITE = "malformed-after-write"
+DEEP_AFTER_WRITE = "deep-after-write"
+HUGE_AFTER_WRITE = "huge-after-write"
+STRING_VERSION_AFTER_WRITE = "string-version-after-write"
 
-FAULT_NAMES = (LATENCY, FAIL_BEFORE_WRITE, DROP_AFTER_WRITE, MALFORMED_AFTER_WRITE)
+AFTER_WRITE = (DROP_AFTER_WRITE, MALFORMED_AFTER_WRITE, DEEP_AFTER_WRITE, HUGE_AFTER_WRITE, STRING_VERSION_AFTER_WRITE)
+FAULT_NAMES = (LATENCY, FAIL_BEFORE_WRITE, *AFTER_WRITE)
 ENV_VAR = "LEGACY_FAULT"
+
+VALUES: dict[str, tuple[str, int | None]] = {
+    LATENCY: ("the latency in milliseconds", None),
+    DEEP_AFTER_WRITE: ("the nesting depth", 100_000),
+    HUGE_AFTER_WRITE: ("the answer's size in bytes", None),
+}
+"""Faults that take ``=VALUE``: what the value means, and its default (None: the value is required)."""
 
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """One fault switch: its name, optional value (latency milliseconds) and fire limit (None = always)."""
+    """One fault switch: its name, optional value (see VALUES) and fire limit (None = always)."""
 
     name: str
     value: int | None = None
@@ -49,10 +60,11 @@ def parse_fault_spec(spec: str) -> FaultSpec:
         known = ", ".join(FAULT_NAMES)
         raise ValueError(f"invalid fault spec {spec!r}: unknown fault {name!r} (known: {known})")
     value: int | None = None
-    if name == LATENCY:
-        if not sep:
-            raise ValueError(f"invalid fault spec {spec!r}: latency needs a value, e.g. latency=500")
-        value = _parse_int(value_text, "the latency in milliseconds", spec)
+    if name in VALUES:
+        meaning, default = VALUES[name]
+        if not sep and default is None:
+            raise ValueError(f"invalid fault spec {spec!r}: {name} needs a value, e.g. {name}=500")
+        value = _parse_int(value_text, meaning, spec) if sep else default
     elif sep:
         raise ValueError(f"invalid fault spec {spec!r}: {name} takes no value")
     return FaultSpec(name=name, value=value, limit=limit)
@@ -102,9 +114,14 @@ class Faults:
         """True if this write must fail before touching storage."""
         return self._claim_now(FAIL_BEFORE_WRITE)
 
+    def value(self, name: str) -> int:
+        """The configured value of a fault (0 when it has none)."""
+        spec = self._specs.get(name)
+        return 0 if spec is None or spec.value is None else spec.value
+
     def after_write(self) -> str | None:
         """The after-write fault that fires for this write, claimed inside the caller's write transaction."""
-        for name in (DROP_AFTER_WRITE, MALFORMED_AFTER_WRITE):
+        for name in AFTER_WRITE:
             if self._claim(name):
                 return name
         return None

@@ -15,7 +15,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
-from legacy_backend.faults import DROP_AFTER_WRITE, MALFORMED_AFTER_WRITE, Faults
+from legacy_backend.faults import (
+    DEEP_AFTER_WRITE,
+    DROP_AFTER_WRITE,
+    HUGE_AFTER_WRITE,
+    MALFORMED_AFTER_WRITE,
+    STRING_VERSION_AFTER_WRITE,
+    Faults,
+)
 from legacy_backend.store import JSONObject, Store, StoreError
 
 logger = logging.getLogger("legacy_backend")
@@ -48,6 +55,30 @@ def _malformed(obj: JSONObject) -> str:
     """A truncated JSON document: every proper prefix of an object's text is invalid JSON."""
     text = _dump(obj)
     return text[: max(1, len(text) // 2)]
+
+
+def _deep(obj: JSONObject, levels: int) -> str:
+    """The result wrapped in ``levels`` nested arrays: valid JSON that a recursive parser cannot read."""
+    return "[" * levels + _dump(obj) + "]" * levels
+
+
+def _huge(obj: JSONObject, size: int) -> str:
+    """The result padded with a filler string until its text is ``size`` bytes long: valid, and too big."""
+    text = _dump({**obj, "padding": ""})
+    return text[:-2] + "x" * max(0, size - len(text)) + '"}'
+
+
+def _answer_after_write(fired: str | None, result: JSONObject, faults: Faults) -> str:
+    """The text a write answers with, as a fault that fired after the commit shapes it."""
+    if fired == MALFORMED_AFTER_WRITE:
+        return _malformed(result)
+    if fired == DEEP_AFTER_WRITE:
+        return _deep(result, faults.value(DEEP_AFTER_WRITE))
+    if fired == HUGE_AFTER_WRITE:
+        return _huge(result, faults.value(HUGE_AFTER_WRITE))
+    if fired == STRING_VERSION_AFTER_WRITE:
+        return _dump({**result, "version": str(result.get("version"))})
+    return _dump(result)
 
 
 def _require_str(payload: JSONObject, field: str, action: str) -> str:
@@ -132,10 +163,9 @@ class TenantService:
             fired = self._faults.after_write()
         if fired == DROP_AFTER_WRITE:
             _drop_connection(action)
-        if fired == MALFORMED_AFTER_WRITE:
-            logger.info("fault %s fired after %s", MALFORMED_AFTER_WRITE, action)
-            return _text(_malformed(result))
-        return _text(_dump(result))
+        if fired is not None:
+            logger.info("fault %s fired after %s", fired, action)
+        return _text(_answer_after_write(fired, result, self._faults))
 
 
 def _tool(service: TenantService) -> Callable[..., Awaitable[CallToolResult]]:

@@ -98,12 +98,16 @@ def _tenant_json(row: tuple[Any, ...]) -> JSONObject:
 
 
 class Store:
-    """One SQLite connection (WAL, autocommit) with explicit write transactions."""
+    """One SQLite connection (WAL, autocommit) with explicit write transactions.
 
-    def __init__(self, path: Path) -> None:
+    ``ids_ignore_case``: tenant ids match whatever their case (``Tn_Prod_Eu`` finds ``tn_prod_eu``), as many
+    real servers do; answers always carry the stored id."""
+
+    def __init__(self, path: Path, *, ids_ignore_case: bool = False) -> None:
         """Open (creating if needed) the database file and its schema."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._id_match = "= ? COLLATE NOCASE" if ids_ignore_case else "= ?"
         self._conn = sqlite3.connect(path, isolation_level=None, timeout=10.0)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -175,10 +179,17 @@ class Store:
 
     def get_tenant(self, tenant_id: str) -> JSONObject:
         """One tenant, or TenantNotFoundError."""
-        row = self._conn.execute(f"{_TENANT_SELECT} WHERE t.id = ?", (tenant_id,)).fetchone()
+        row = self._conn.execute(f"{_TENANT_SELECT} WHERE t.id {self._id_match}", (tenant_id,)).fetchone()
         if row is None:
             raise TenantNotFoundError(tenant_id)
         return _tenant_json(row)
+
+    def _stored_id(self, tenant_id: str) -> str:
+        """The id as stored, for an id as asked; TenantNotFoundError if none matches."""
+        row = self._conn.execute(f"SELECT id FROM tenants WHERE id {self._id_match}", (tenant_id,)).fetchone()
+        if row is None:
+            raise TenantNotFoundError(tenant_id)
+        return str(row[0])
 
     def fixtures(self) -> dict[str, int]:
         """Fixture name -> row count, in row-count order."""
@@ -216,17 +227,13 @@ class Store:
             (_now(), action, tenant_id, json.dumps(detail, separators=(",", ":"))),
         )
 
-    def _require_tenant(self, tenant_id: str) -> None:
-        if self._conn.execute("SELECT 1 FROM tenants WHERE id = ?", (tenant_id,)).fetchone() is None:
-            raise TenantNotFoundError(tenant_id)
-
     def reseed(self, tenant_id: str, fixture: str) -> JSONObject:
         """Replace the tenant's rows with the fixture's rows and bump its version."""
         self._require_transaction()
         fixtures = self.fixtures()
         if fixture not in fixtures:
             raise UnknownFixtureError(fixture, sorted(fixtures))
-        self._require_tenant(tenant_id)
+        tenant_id = self._stored_id(tenant_id)
         deleted = self._conn.execute("DELETE FROM rows WHERE tenant_id = ?", (tenant_id,)).rowcount
         self._insert_rows(tenant_id, fixture, fixtures[fixture])
         version = self._bump_version(tenant_id)
@@ -243,7 +250,7 @@ class Store:
     def wipe(self, tenant_id: str) -> JSONObject:
         """Delete the tenant's rows and bump its version."""
         self._require_transaction()
-        self._require_tenant(tenant_id)
+        tenant_id = self._stored_id(tenant_id)
         deleted = self._conn.execute("DELETE FROM rows WHERE tenant_id = ?", (tenant_id,)).rowcount
         version = self._bump_version(tenant_id)
         result: JSONObject = {"id": tenant_id, "rowsDeleted": deleted, "version": version}

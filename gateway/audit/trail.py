@@ -47,13 +47,17 @@ async def append(store: AuditStore, entry: AuditEntry) -> None:
     _stored(store, stored)
 
 
-async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry) -> None:
-    """Record a write's outcome under its key together with its audit entry. If the store cannot be reached the
-    entry is logged instead and StoreUnavailable goes on to the write path, which still answers the caller."""
+async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry | None) -> None:
+    """Record a write's outcome under its key together with its audit entry. If the store fails (unreachable, a
+    locked or full file) the entry is logged too and the error goes on to the write path, which still answers the
+    caller and keeps the outcome for a later try (gateway.stores.unsettled)."""
     try:
         stored = await store.settle(record, entry)
     except StoreUnavailable:
         log.error("audit entry not stored, the store is unreachable: %s", entry)
+        raise
+    except Exception as exc:
+        log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
         raise
     if stored is not None:
         _stored(store, stored)

@@ -7,6 +7,9 @@ HTTP headers come from the gateway's own environment.
 
 How a connection is opened is the one thing that differs between transports: ``McpBackend`` takes an opener,
 ``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport.
+Both wire transports (gateway.backend.transports) stop reading an answer at ``backend.max_result_bytes``, and an
+answer's JSON is decoded within ``[limits] max_depth`` (gateway.records.Reply): past either, the answer reads as
+malformed, which for a write means "sent and answered, re-read it".
 """
 
 from __future__ import annotations
@@ -20,17 +23,18 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
 from gateway.config import BackendSection
 from gateway.records import Reply
 from gateway.tracing import inject_traceparent, span
@@ -53,8 +57,10 @@ class McpBackend:
         config: BackendSection,
         observe: Callable[[str, str, float], None] | None = None,
         opener: Opener | None = None,
+        max_depth: int = 16,
     ) -> None:
         self.config = config
+        self.max_depth = max_depth
         self._open = opener or opener_for(config)
         self._observe = observe or (lambda action, result, seconds: None)
         self._client: Client | None = None
@@ -107,14 +113,23 @@ class McpBackend:
             result = await client.call_tool(
                 tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
             )
+        except MCPError as exc:
+            if exc.error.code != RESULT_TOO_LARGE:
+                self._lost(label, client, started, exc)
+            self._observe(label, "too_large", time.perf_counter() - started)
+            return Reply(is_error=False, text="", max_depth=self.max_depth)  # answered, but not readable
         except Exception as exc:
-            log.warning("backend call %s lost: %s", label, type(exc).__name__)
-            self._observe(label, "lost", time.perf_counter() - started)
-            if self._client is client:
-                self._drop()
-            raise OutcomeLost(label) from exc
+            self._lost(label, client, started, exc)
         self._observe(label, "error" if result.is_error else "ok", time.perf_counter() - started)
-        return _reply(result, self.config.max_result_bytes)
+        return _reply(result, self.config.max_result_bytes, self.max_depth)
+
+    def _lost(self, label: str, client: Client, started: float, exc: Exception) -> NoReturn:
+        """A call sent on a live connection that got no answer: drop the connection, raise OutcomeLost."""
+        log.warning("backend call %s lost: %s", label, type(exc).__name__)
+        self._observe(label, "lost", time.perf_counter() - started)
+        if self._client is client:
+            self._drop()
+        raise OutcomeLost(label) from exc
 
     async def read(self, action: str, payload: dict[str, Any], read_timeout: float | None = None) -> Reply:
         """A call that changes nothing: retried once on a fresh connection if the first was lost."""
@@ -224,14 +239,19 @@ def opener_for(config: BackendSection) -> Opener:
         params = StdioServerParameters(
             command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env), cwd=config.cwd
         )
-        return _client_over(stdio_client(params, errlog=sys.stderr), None)
+        return _client_over(bounded_stdio(params, config.max_result_bytes, sys.stderr), None)
 
     def open_http() -> AbstractAsyncContextManager[Client]:
         assert config.url is not None
         headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
+        headers["accept-encoding"] = "identity"  # the cap counts the bytes as they arrive: no compressed bombs
+        capped = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
         hooks = {"request": [inject_traceparent]}  # W3C trace context for the backend's HTTP side too
-        http = httpx2.AsyncClient(headers=headers, timeout=config.call_timeout_seconds, event_hooks=hooks)
-        return _client_over(streamable_http_client(config.url, http_client=http), http)
+        http = httpx2.AsyncClient(
+            headers=headers, timeout=config.call_timeout_seconds, transport=capped, event_hooks=hooks
+        )
+        transport = streamable_http_client(config.url, http_client=http, max_sse_event_size=config.max_result_bytes)
+        return _client_over(transport, http)
 
     return open_http if config.transport == "http" else open_stdio
 
@@ -246,7 +266,7 @@ async def _client_over(transport: Any, http: httpx2.AsyncClient | None) -> Async
             await http.aclose()
 
 
-def _reply(result: types.CallToolResult, max_bytes: int) -> Reply:
+def _reply(result: types.CallToolResult, max_bytes: int, max_depth: int) -> Reply:
     text = next((block.text for block in result.content if isinstance(block, types.TextContent)), "")
     if result.structured_content is not None and not result.is_error:
         text = json.dumps(result.structured_content)
@@ -254,7 +274,7 @@ def _reply(result: types.CallToolResult, max_bytes: int) -> Reply:
         # Too large to trust or parse: treated like a malformed answer (a write is then re-read).
         log.warning("backend answer of %d bytes exceeds backend.max_result_bytes", len(text))
         text = ""
-    return Reply(is_error=bool(result.is_error), text=text)
+    return Reply(is_error=bool(result.is_error), text=text, max_depth=max_depth)
 
 
 def resolve_command(command: str) -> str:

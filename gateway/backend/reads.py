@@ -113,11 +113,12 @@ class TargetReader:
             slot.listing = listing if len(listing.items) <= LISTING_MAX_ITEMS else None
             return listing
 
-    async def lookup(self, name: str, lookup: Lookup) -> dict[str, Any]:
-        """A lookup table, read once and kept."""
+    async def lookup(self, name: str, lookup: Lookup, *, fresh: bool = False) -> dict[str, Any]:
+        """A lookup table: ``fresh`` reads it now (the numbers a plan states); otherwise the first read is kept
+        (the names an input enum lists)."""
         if lookup.values is not None:
             return lookup.values
-        if name not in self._lookups:
+        if fresh or name not in self._lookups:
             assert lookup.call is not None
             call = lookup.call
             table = lookup.table_of(_data(call, await self._read(call, {})))

@@ -42,8 +42,8 @@ class Call(Model):
 
 
 class Lookup(Model):
-    """A table of values: inline, or read once from a backend action. The action's data at ``call.path`` is a
-    JSON object (name -> value), or, with ``key`` and ``value`` paths, a list of objects
+    """A table of values: inline, or read from a backend action (afresh for each preview). The action's data at
+    ``call.path`` is a JSON object (name -> value), or, with ``key`` and ``value`` paths, a list of objects
     (``[{"id": "blank", "rows": 0}, ...]`` with ``key = "id"``, ``value = "rows"``)."""
 
     call: Call | None = None
@@ -117,6 +117,7 @@ class Target(Model):
 
     noun: str = Field("target", pattern="^[a-z][a-z0-9_]{0,31}$")
     get: Call
+    id_field: str = "id"
     version_field: str = "version"
     version_schema: dict[str, Any] = {"type": "integer"}
     version_output: str = Field("version", pattern="^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -138,6 +139,11 @@ class Target(Model):
         if clash:
             raise ValueError(f"noun {noun!r} would spell {clash[0]!r}, which is another error code")
         return noun
+
+    def id_in(self, state: Any) -> Any:
+        """The target's id in its state as the backend spells it (MISSING when it has none)."""
+        target_id = at_path(state, self.id_field)
+        return target_id if isinstance(target_id, str) else MISSING
 
     def version_in(self, state: Any) -> Any:
         """The target's version in its state as the backend reports it (MISSING when it has none)."""
@@ -216,6 +222,24 @@ class PreviewTool(ToolAccess):
     def template_names(self) -> set[str]:
         """The names a message or write payload may use."""
         return {"target_id", "version", "noun", *self.inputs, *self.summary}
+
+    @property
+    def lookups_used(self) -> list[str]:
+        """The lookups the summary reads, each once."""
+        return sorted({field.lookup for field in self.summary.values() if field.lookup is not None})
+
+    def summary_of(
+        self, arguments: Mapping[str, Any], state: Any, tables: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """The numbers a plan states, from the target's state and the lookup tables (MISSING where absent)."""
+        values = {}
+        for name, field in self.summary.items():
+            if field.target is not None:
+                values[name] = at_path(state, field.target)
+            else:
+                assert field.lookup is not None and field.key is not None
+                values[name] = tables.get(field.lookup, {}).get(str(arguments.get(field.key)), MISSING)
+        return values
 
 
 class WriteTool(ToolAccess):

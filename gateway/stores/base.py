@@ -51,6 +51,11 @@ class Store(Protocol):
         keeps both or neither), else just before (Redis). Returns the entry as stored (sealed), if any."""
         ...
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        """Delete a plan no key has claimed (its prompt was declined), atomically; False if it is missing or in
+        use. Its caller then hears plan_not_found and must preview again."""
+        ...
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         """True the first time a nonce is used within its TTL, False after."""
         ...

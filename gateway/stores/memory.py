@@ -77,6 +77,13 @@ class MemoryStore:
         self._plans.pop(record.plan_id, None)
         return stored
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        found = self._plans.get(plan_id)
+        if found is None or found[0].in_use_by is not None:
+            return False
+        del self._plans[plan_id]
+        return True
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         if nonce in self._nonces:
             return False

@@ -21,8 +21,9 @@ Keys, under ``prefix``::
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
-flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``, acquire, renew
-and unlock are scripts too. A script retried after a lost reply recognises its own earlier effect.
+flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
+``consume_plan`` (delete a plan only while no key holds it), acquire, renew and unlock are scripts too. A
+script retried after a lost reply recognises its own earlier effect.
 
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
@@ -176,6 +177,14 @@ redis.call('HSET', KEYS[1], 'state', ARGV[1], 'body', ARGV[2])
 return 1
 """
 
+# KEYS: plan.
+CONSUME = """
+if redis.call('HEXISTS', KEYS[1], 'body') == 1 and redis.call('HEXISTS', KEYS[1], 'in_use_by') == 0 then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
 # KEYS: approval, index. ARGV: body, rev, expires_at, purge at (ms since the epoch). Returns the stored body.
 PUT_APPROVAL = """
 local body = redis.call('HGET', KEYS[1], 'body')
@@ -261,6 +270,7 @@ class RedisStore:
                 ("orphan", ORPHAN),
                 ("release", RELEASE),
                 ("settle", SETTLE),
+                ("consume", CONSUME),
                 ("acquire", ACQUIRE),
                 ("renew", RENEW),
                 ("unlock", UNLOCK),
@@ -336,7 +346,14 @@ class RedisStore:
         # the key in flight, which reads unknown once its lock lapses, so no outcome is ever missing its entry.
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+        try:
+            settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+        except StoreUnavailable:
+            if stored is None:
+                raise
+            # The entry is stored: trying again would store it twice. The key reads unknown once its lock lapses.
+            log.error("key %s: outcome %s audited but not recorded, Redis stopped answering", record.key, record.state)
+            return stored
         if not settled:
             log.warning(
                 "key %s was no longer this call's in-flight claim (its lock lapsed); its outcome %s was not recorded",
@@ -344,6 +361,9 @@ class RedisStore:
                 record.state,
             )
         return stored
+
+    async def consume_plan(self, plan_id: str) -> bool:
+        return bool(await self._script("consume", [self._plan_key(plan_id)], []))
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         first = await self._call(

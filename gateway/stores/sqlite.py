@@ -19,6 +19,7 @@ Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
   the key in flight and mark the plan in use;
 - ``settle`` with its audit entry: read the chain's tail, insert the sealed entry, record the outcome under the
   key, delete the plan: one commit, one fsync. The outcome and its entry are on disk together or not at all.
+- ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
 - ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint).
 
 Fenced. One ``serve`` process per file (gateway/stores/serving.py holds an exclusive lock the kernel drops when
@@ -125,6 +126,9 @@ class SqliteStore:
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         return await self._write(_settle, record, entry, self._keys)
+
+    async def consume_plan(self, plan_id: str) -> bool:
+        return await self._write(_consume_plan, plan_id)
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._write(_use_nonce, nonce, now, ttl)
@@ -270,6 +274,14 @@ def _settle(db: sqlite3.Connection, record: KeyRecord, entry: AuditEntry | None,
         )
         db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
         return stored
+
+    return _transaction(db, steps)
+
+
+def _consume_plan(db: sqlite3.Connection, plan_id: str) -> bool:
+    def steps(db: sqlite3.Connection) -> bool:
+        cursor = db.execute("DELETE FROM plans WHERE plan_id = ? AND in_use_by IS NULL", (plan_id,))
+        return cursor.rowcount == 1
 
     return _transaction(db, steps)
 

@@ -49,6 +49,9 @@ class TimedStore:
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         return await self._timed("settle", self.inner.settle(record, entry))
 
+    async def consume_plan(self, plan_id: str) -> bool:
+        return await self._timed("consume_plan", self.inner.consume_plan(plan_id))
+
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
 

@@ -48,12 +48,12 @@ from gateway.backend import BackendUnavailable
 from gateway.catalog import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.errors import Code, ToolError
-from gateway.progress import ASKING, CALLING, DONE, Progress
+from gateway.progress import ASKING, DONE, Progress
 from gateway.records import KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
 from gateway.templates import render
 from gateway.tools import confirm
-from gateway.tools.write import Answer, AuditedCall, record_outcome, run_decision, send_claimed
+from gateway.tools.write import Answer, AuditedCall, Sender, outcome_of, record_outcome, run_decision, send_claimed
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
@@ -166,7 +166,8 @@ async def _decide(
     target = str(named) if named is not None else call.name
     plan_id = implied_plan_id(call.caller, call.name, key, arguments)
     call.note(plan_id=plan_id, target=target)
-    record = await gw.store.get_record(call.caller, key)
+    await gw.unsettled.retry(gw.store)
+    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
     if record is not None:
         return _finished(record, plan_id)
     require_form(ctx.session.client_capabilities)
@@ -201,11 +202,15 @@ async def _write(call: PassthroughCall, plan: Plan, record: KeyRecord) -> dict[s
             raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
         with anyio.CancelScope(shield=True):
             backend, source = gw.backend_for(call.name), config.source_name(call.name)
-            await call.progress(CALLING)
-            reply = await send_claimed(
-                gw, record, lambda: backend.call_tool(source, plan.arguments, config.timeout_seconds)
-            )
-            settlement = settle_call(call.published, reply)
+
+            async def prepared() -> Sender:
+                return lambda: backend.call_tool(source, plan.arguments, config.timeout_seconds)
+
+            async def outcome() -> Settlement:
+                return settle_call(call.published, reply)
+
+            reply = await send_claimed(call, record, prepared)
+            settlement = await outcome_of(call, outcome)
             await record_outcome(call, record, settlement)
             await call.progress(DONE)
     error = settlement.error()

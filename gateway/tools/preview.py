@@ -2,6 +2,11 @@
 
 The plan (gateway.records.Plan) is bound to the caller and the write tool, holds the target's version and the
 numbers the confirmation will state, and expires. Nothing changes in the backend.
+
+Every value the plan takes from the backend is checked where it enters: the target's id as the backend spells
+it (which the plan, protection, the approval rules, the lock and the audit use from here on, whatever spelling
+the caller sent), its version, and the summary numbers (read afresh, lookups included), each against the schema
+the tool publishes for it. A value that does not fit gives backend_error and no plan.
 """
 
 from __future__ import annotations
@@ -12,29 +17,33 @@ from typing import Any
 
 from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
 from gateway.backend.reads import TargetReader
+from gateway.catalog import PublishedTool
 from gateway.config import PreviewTool, WriteTool
 from gateway.errors import Code, ToolError
 from gateway.identity import caller_facts
 from gateway.records import Plan
 from gateway.runtime import Gateway
-from gateway.templates import MISSING, at_path
+from gateway.templates import MISSING
 from gateway.text import rfc3339
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
     """Compute a write's effect and store a caller-bound, expiring plan for it. Changes nothing in the backend."""
-    target_id = args[config.target_input]
-    state, summary = await effect(gw.reader_for(name), gw.lookup, config, args)
+    state, summary = await effect(gw.reader_for(name), gw.fresh_lookup, config, args)
+    target_id, version = config.target.id_in(state), config.target.version_in(state)
+    fitting = {config.target_input: target_id, **summary, config.target.version_output: version}
+    _require_fitting((await gw.catalog())[name], fitting)
+    arguments = {**args, config.target_input: target_id}
     write_name = gw.config.write_tool_for(name)
-    choice = await _confirmation(gw, write_name, target_id, state, summary, args)
+    choice = await _confirmation(gw, write_name, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
         caller=caller,
         tool=write_name,
         target=target_id,
-        version=config.target.version_in(state),
-        arguments=dict(args),
+        version=version,
+        arguments=arguments,
         summary=summary,
         expires_at=now + config.plan_ttl_seconds,
         approval=choice.record(),
@@ -57,28 +66,35 @@ async def effect(
     config: PreviewTool,
     args: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The target as it reads now and the numbers the plan will state; refuses a protected target."""
+    """The target as it reads now and the numbers the plan will state (lookups read afresh); refuses a protected
+    target, by the id as asked and as the backend spells it."""
     target = config.target
-    target_id = args[config.target_input]
-    state = await reader.get(target, target_id)
-    if target.is_protected(target_id, state):
+    requested = args[config.target_input]
+    state = await reader.get(target, requested)
+    target_id = target.id_in(state)
+    if target.is_protected(requested, state) or (target_id is not MISSING and target.is_protected(target_id, state)):
         raise ToolError(
             Code.TARGET_PROTECTED,
-            f"{target_id} is protected; the gateway will not plan a change to it.",
+            f"{requested} is protected; the gateway will not plan a change to it.",
             noun=target.noun,
         )
-    summary = {}
-    for field_name, field in config.summary.items():
-        if field.target is not None:
-            value = at_path(state, field.target)
-        else:
-            assert field.lookup is not None and field.key is not None
-            table = await lookup(field.lookup)
-            value = table.get(str(args.get(field.key)), MISSING)
+    tables = {name: await lookup(name) for name in config.lookups_used}
+    summary = config.summary_of(args, state, tables)
+    for field_name, value in summary.items():
         if value is MISSING:
             raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field_name}. Nothing was changed.")
-        summary[field_name] = value
     return state, summary
+
+
+def _require_fitting(published: PublishedTool, values: dict[str, Any]) -> None:
+    """Refuse a plan whose values from the backend are missing or do not fit the schemas the tool publishes."""
+    for field, value in values.items():
+        if value is MISSING:
+            raise ToolError(Code.BACKEND_ERROR, f"The backend gave no value for {field}. Nothing was changed.")
+        if not published.fits(field, value):
+            raise ToolError(
+                Code.BACKEND_ERROR, f"The backend gave a {field} outside its declared schema. Nothing was changed."
+            )
 
 
 async def _confirmation(

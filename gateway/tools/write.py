@@ -2,7 +2,7 @@
 
     run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
     _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
-    _write      8 lock, claim, re-check -> 9 backend call -> settle the key with its audit entry
+    _write      8 lock, claim -> _send (re-check, 9 backend call) -> _record (the key settled with its entry)
 
 ``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
 key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
@@ -10,6 +10,9 @@ key with its audit entry) are shared with the other tools that write: a confirme
 
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
 cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
+Nor can an exception: one before the backend call releases the key, one after it settles the key with the
+write's outcome (unknown when that cannot be told), and a store that cannot take the outcome has it kept
+(gateway.stores.unsettled) while the caller is told the truth.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from gateway.tools import approval, confirm
 from gateway.tools.write_rules import (
     LOST,
     AfterLookup,
+    Fits,
+    Seen,
     Settlement,
     after_key_lookup,
     confirmation_schema,
@@ -57,10 +62,12 @@ from gateway.tools.write_rules import (
     require_yes,
     settle,
     template_names,
+    uses_up_plan,
 )
 
 AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
 STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
+NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
 
 log = logging.getLogger(__name__)
 
@@ -86,18 +93,22 @@ class AuditedCall:
     async def audit(self, outcome: str, code: str | None) -> None:
         """One audit entry per decision, stored on its own (a write's outcome is stored with its key instead);
         a refusal that never reached a plan is counted, and stored only as the first of its minute
-        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``)."""
+        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``). A store that
+        fails to take it is logged: the caller still gets the answer."""
         if self.audited:
             return
         entry = self.decision(outcome, code)
         store, refusals = self.gw.store, self.gw.refusals
-        for report in refusals.due(entry.at):
-            await trail.append(store, report)
-        if is_flood_candidate(entry):
-            self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
-            if not refusals.admit(entry):
-                return
-        await trail.append(store, entry)
+        try:
+            for report in refusals.due(entry.at):
+                await trail.append(store, report)
+            if is_flood_candidate(entry):
+                self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
+                if not refusals.admit(entry):
+                    return
+            await trail.append(store, entry)
+        except Exception as exc:
+            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
 
     def decision(self, outcome: str, code: str | None) -> AuditEntry:
         """The entry of this call's one decision; the user's answer, if there was a prompt, is counted too."""
@@ -119,15 +130,43 @@ class WriteCall(AuditedCall):
         return await self.gw.reader_for(self.name).find(self.preview.target, target_id)
 
     async def require_unchanged(self, plan: Plan) -> None:
-        """Read the target and refuse if it moved on or became protected."""
+        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected."""
         target = self.preview.target
-        state = await self.gw.reader_for(self.name).get(target, plan.target)
-        protected = target.is_protected(plan.target, state)
-        require_unchanged(plan, target.version_in(state), protected, self.config.preview, target.noun)
+        reader = self.gw.reader_for(self.name)
+        state = await reader.get(target, plan.target)
+        tables = {name: await self.gw.fresh_lookup(name) for name in self.preview.lookups_used}
+        seen = Seen(
+            target_id=target.id_in(state),
+            version=target.version_in(state),
+            protected=target.is_protected(plan.target, state),
+            summary=self.preview.summary_of(plan.arguments, state, tables),
+        )
+        require_unchanged(plan, seen, self.config.preview, target.noun)
+
+    async def prepared(self, plan: Plan) -> Sender:
+        """Step 8 under the claimed key: the target re-checked and the backend call built, nothing sent yet."""
+        await self.require_unchanged(plan)
+        write, backend = self.config, self.gw.backend_for(self.name)
+        payload = write.call.payload_for(template_names(plan, self.preview.target.noun))
+        return lambda: backend.call(write.call.action, payload, write.call.timeout_seconds)
+
+    async def outcome(self, plan: Plan, reply: Reply | None) -> Settlement:
+        """Step 9's decision about a sent write, re-reading the target when the answer does not tell."""
+        write = self.config
+        fits = await self.fits()
+        current = await self.current(plan.target) if needs_reread(reply, write, fits) else None
+        reread_version = self.preview.target.version_in(current) if current is not None else MISSING
+        return settle(plan, reply, current, reread_version, write, write.preview, fits)
+
+    async def fits(self) -> Fits:
+        """Whether a value may fill a field of this tool's output (the version under its published name)."""
+        published, version = (await self.gw.catalog())[self.name], self.preview.target.version_output
+        return lambda name, value: published.fits(version if name == "version" else name, value)
 
 
 Answer = dict[str, Any] | types.InputRequiredResult
 C = TypeVar("C", bound=AuditedCall)
+Sender = Callable[[], Awaitable[Reply]]
 
 
 async def run_write(
@@ -174,7 +213,8 @@ async def _decide(
 ) -> dict[str, Any] | types.InputRequiredResult:
     gw, preview_name = call.gw, call.config.preview
     plan_id, key = args["planId"], args["idempotencyKey"]
-    record = await gw.store.get_record(call.caller, key)
+    await gw.unsettled.retry(gw.store)
+    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
     verdict = after_key_lookup(record, plan_id)
     if record is not None:
         call.note(target=record.target)
@@ -211,7 +251,9 @@ async def _decide(
         if isinstance(answer, types.InputRequiredResult):
             return answer
         call.note(confirmation=answer.action if answer is not None else "timeout", extra=decided_by)
-        require_yes(answer, choice.mode, plan)
+        if uses_up_plan(answer):
+            await gw.store.consume_plan(plan_id)
+        require_yes(answer, choice.mode, plan, preview_name)
     record = KeyRecord(
         call.caller,
         key,
@@ -249,29 +291,17 @@ def _announcer(call: WriteCall, choice: Choice) -> Callable[[Approval, str], Non
 
 
 async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    gw, write = call.gw, call.config
+    gw = call.gw
     async with gw.store.lock(plan.target):
         crash_point("before-claim")
-        claim = await gw.store.claim(record, gw.clock(), write.idempotency_retention_seconds)
+        claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
         if not claim.claimed:
             return await _not_claimed(call, claim.existing, plan, record)
         with anyio.CancelScope(shield=True):
             crash_point("after-claim")
-            try:
-                await call.require_unchanged(plan)
-            except ToolError:
-                await gw.store.release(record)
-                raise
-            payload = write.call.payload_for(template_names(plan, call.preview.target.noun))
-            backend = gw.backend_for(call.name)
-            await call.progress(CALLING)
-            reply = await send_claimed(
-                gw, record, lambda: backend.call(write.call.action, payload, write.call.timeout_seconds)
-            )
+            reply = await send_claimed(call, record, lambda: call.prepared(plan), start_over=call.config.preview)
             crash_point("after-backend-write")
-            current = await call.current(plan.target) if needs_reread(reply, write) else None
-            reread_version = call.preview.target.version_in(current) if current is not None else MISSING
-            settlement = settle(plan, reply, current, reread_version, write, write.preview)
+            settlement = await outcome_of(call, lambda: call.outcome(plan, reply))
             if settlement.error() is None:
                 call.note(version_after=settlement.result["version"])
             await record_outcome(call, record, settlement)
@@ -284,37 +314,74 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
     return {**settlement.result, "replayed": False}
 
 
-async def send_claimed(gw: Gateway, record: KeyRecord, send: Callable[[], Awaitable[Reply]]) -> Reply | None:
-    """Step 9's one backend call, once the key is claimed: its reply, or LOST when it was sent and no answer came.
-    A call that was never sent releases the claim and refuses with backend_unavailable (safe to retry)."""
+async def send_claimed(
+    call: AuditedCall, record: KeyRecord, prepare: Callable[[], Awaitable[Sender]], start_over: str | None = None
+) -> Reply | None:
+    """Steps 8 and 9 under a claimed key: ``prepare`` re-checks and builds the backend call, which is then sent
+    once. Returns its reply, or LOST when it was sent and no answer came. Whatever goes wrong, the key ends
+    released or settled: a failure before the call is sent releases it and refuses (backend_unavailable, the
+    refusal itself, or internal_error naming ``start_over``); one after it counts as LOST (outcome unknown)."""
+    sent = False
     try:
+        send = await prepare()
+        await call.progress(CALLING)
+        sent = True  # from here on the backend may have received the write
         return await send()
+    except OutcomeLost:
+        return LOST
     except BackendUnavailable:
-        await gw.store.release(record)
+        await _release(call, record)
         raise ToolError(
             Code.BACKEND_UNAVAILABLE,
             "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
         ) from None
-    except OutcomeLost:
-        return LOST
+    except Exception as exc:
+        if sent:
+            log.error("%s failed after the backend call: %s", call.name, type(exc).__name__)
+            return LOST
+        await _release(call, record)
+        if isinstance(exc, ToolError):
+            raise
+        log.error("%s failed before the backend call: %s", call.name, type(exc).__name__)
+        message = NOTHING_SENT.format(start_over or "the tool")
+        raise ToolError(Code.INTERNAL_ERROR, message, next_tool=start_over) from None
+
+
+async def outcome_of(call: AuditedCall, decide: Callable[[], Awaitable[Settlement]]) -> Settlement:
+    """Step 9's decision about a sent write; one that cannot be made (a failing re-read, an answer that breaks
+    the decision) is unknown."""
+    try:
+        return await decide()
+    except Exception as exc:
+        log.error("%s could not read the outcome of a sent write: %s", call.name, type(exc).__name__)
+        return Settlement("unknown", outcome_unknown_body(None))
+
+
+async def _release(call: AuditedCall, record: KeyRecord) -> None:
+    """Free a key whose write was never sent. A store that fails here leaves it in flight, which reads as
+    outcome_unknown later: never a second write."""
+    try:
+        await call.gw.store.release(record)
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        log.error("key %s could not be released: %s", record.key, type(exc).__name__)
 
 
 async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:
     """Settle the key together with the outcome's audit entry: one transaction where the store has one (a crash
     keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
     with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
-    no write that reached the backend goes unaudited."""
+    no write that reached the backend goes unaudited. A failing store cannot turn the outcome into an error:
+    what it could not take is kept (gateway.stores.unsettled) and stored by the next write call that finds the
+    store working."""
     error = settlement.error()
     outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-    entry = call.decision(outcome, None if error is None else error.wire_code)
-    crash_point("before-settle")
-    try:
-        next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
-        await trail.settle(call.gw.store, replace(record, state=settlement.state, result=settlement.result), entry)
-    except StoreUnavailable:
-        # The call was sent, so say what happened. The key stays in flight until its lock lapses
-        # and then reads outcome_unknown: it never writes again.
-        log.error("outcome %s of key %s not recorded: the store is unreachable", settlement.state, record.key)
+    next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
+    settled = replace(record, state=settlement.state, result=settlement.result)
+    await call.gw.unsettled.put(
+        call.gw.store, settled, call.decision(outcome, None if error is None else error.wire_code)
+    )
 
 
 async def _count(call: WriteCall) -> None:
@@ -322,8 +389,8 @@ async def _count(call: WriteCall) -> None:
     scopes = list(scopes_for(call.caller, call.name).values())
     try:
         await call.gw.store.count_write(scopes, call.gw.clock())
-    except StoreUnavailable:
-        log.error("write of key %s not counted for budgets: the store is unreachable", call.entry.idempotency_key)
+    except Exception as exc:  # the write is recorded already: a failing count must not turn it into an error
+        log.error("write of key %s not counted for budgets (%s)", call.entry.idempotency_key, type(exc).__name__)
 
 
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:

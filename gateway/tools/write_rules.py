@@ -12,12 +12,14 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
                                                   outcome_unknown; or replay       after_key_lookup
     4     the plan: exists, live, caller, tool    plan_not_found, plan_expired     live_plan
     5     the client can be asked (form)          confirmation_unavailable         require_form
-    6     the target has not moved on             {noun}_not_found, {noun}_protected, plan_stale
-                                                                                   require_unchanged
-    7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes
-          approvers did on the page (url)                                          tools/approval.py
+    6     the target has not moved on: its id,    {noun}_not_found, {noun}_protected, require_unchanged
+          version and every planned number        plan_stale (lookups read afresh)
+    7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes,
+          approvers did on the page (url); a form                                  uses_up_plan,
+          declined or cancelled uses the plan up (the key stays free)              tools/approval.py
     8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
-    9     the backend's answer becomes the outcome                                 settle
+    9     the backend's answer becomes the outcome (applied, unknown,             settle
+          error), reporting only values that fit the output schema
 
 The idempotency record is a small state machine (KEY_TRANSITIONS): a key is claimed before the backend is
 called, and it ends applied, unknown or error; only a claim whose call was never sent is released.
@@ -27,6 +29,7 @@ This module imports records, config, errors and text helpers only (tests/unit/te
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -109,16 +112,36 @@ def require_form(capabilities: ClientCapabilities | None) -> None:
         )
 
 
-def require_unchanged(plan: Plan, version: Any, protected: bool, preview: str, noun: str) -> None:
-    """Steps 6 and 8: the target is still what the plan was made from."""
-    if protected:
+@dataclass(frozen=True)
+class Seen:
+    """The target as a fresh read shows it: its id as the backend spells it, version, protection, and the
+    numbers the plan states (lookups read afresh too)."""
+
+    target_id: Any
+    version: Any
+    protected: bool
+    summary: dict[str, Any]
+
+
+def require_unchanged(plan: Plan, seen: Seen, preview: str, noun: str) -> None:
+    """Steps 6 and 8: the target is still what the plan was made from, and every number the user is asked to
+    confirm still holds."""
+    if seen.protected:
         raise ToolError(
             Code.TARGET_PROTECTED, f"{plan.target} is protected; the gateway will not change it.", noun=noun
         )
-    if version != plan.version:
+    moved = [("version", plan.version, seen.version)] if seen.version != plan.version else []
+    if seen.target_id != plan.target:
+        moved.append(("id", plan.target, seen.target_id))
+    moved += [
+        (name, value, seen.summary.get(name)) for name, value in plan.summary.items() if seen.summary.get(name) != value
+    ]
+    if moved:
+        name, planned, now = moved[0]
+        shown = "gone" if now is MISSING or now is None else now
         raise ToolError(
             Code.PLAN_STALE,
-            f"{plan.target} changed since the preview (version {plan.version} -> {version}). Call {preview} again.",
+            f"{plan.target} changed since the preview ({name} {planned} -> {shown}). Call {preview} again.",
             next_tool=preview,
         )
 
@@ -146,8 +169,9 @@ def confirmation_schema(mode: str, plan: Plan) -> dict[str, Any]:
     return {"type": "object", "properties": {"confirm": prop}, "required": ["confirm"]}
 
 
-def require_yes(answer: ElicitResult | None, mode: str, plan: Plan) -> str:
-    """Step 7: only an accepted, correctly filled form counts as yes. Returns the answer for the audit."""
+def require_yes(answer: ElicitResult | None, mode: str, plan: Plan, preview: str | None = None) -> str:
+    """Step 7: only an accepted, correctly filled form counts as yes. Returns the answer for the audit.
+    ``preview`` names the tool that issues a new plan (none for a pass-through write, which has no preview)."""
     if answer is None:
         raise ToolError(Code.NOT_CONFIRMED, "No answer came before the prompt timed out. Nothing was changed.")
     content = answer.content or {}
@@ -157,7 +181,20 @@ def require_yes(answer: ElicitResult | None, mode: str, plan: Plan) -> str:
         if mode != "typed" and content.get("confirm") is True:
             return "accept"
         raise ToolError(Code.NOT_CONFIRMED, "The confirmation was not given as asked. Nothing was changed.")
-    raise ToolError(Code.NOT_CONFIRMED, f"The user did not confirm ({answer.action}). Nothing was changed.")
+    if preview is None:
+        raise ToolError(Code.NOT_CONFIRMED, f"The user did not confirm ({answer.action}). Nothing was changed.")
+    raise ToolError(
+        Code.NOT_CONFIRMED,
+        f"The user did not confirm ({answer.action}). Nothing was changed and this plan is used up: "
+        f"call {preview} again only if the user asks for the change.",
+        next_tool=preview,
+    )
+
+
+def uses_up_plan(answer: ElicitResult | None) -> bool:
+    """Step 7: a decline or a cancel ends the plan, so the same plan never prompts again (consent fatigue);
+    the agent must preview again. A timeout or a wrongly typed confirmation leaves it, as does any yes."""
+    return answer is not None and answer.action in ("decline", "cancel")
 
 
 LOST = None  # a backend call that was sent and never answered
@@ -175,42 +212,56 @@ class Settlement:
         return None if self.state == "applied" else ToolError(**self.result)
 
 
-def reported_version(reply: Reply | None, write: WriteTool) -> Any:
-    """The version the backend's answer reports after the write, or MISSING."""
+Fits = Callable[[str, Any], bool]
+"""Whether a value may fill a field of the write tool's output (gateway.catalog.PublishedTool.fits)."""
+
+
+def reported_version(reply: Reply | None, write: WriteTool, fits: Fits) -> Any:
+    """The version the backend's answer reports after the write, or MISSING (also when it does not fit the
+    declared version schema: ``"2"`` where an integer is declared is no version)."""
     if reply is LOST or reply.is_error or write.version_from is None:
         return MISSING
     version = at_path(write.call.data_of(reply), write.version_from)
-    return version if isinstance(version, str | int) and not isinstance(version, bool) else MISSING
+    valid = isinstance(version, str | int) and not isinstance(version, bool) and fits("version", version)
+    return version if valid else MISSING
 
 
-def needs_reread(reply: Reply | None, write: WriteTool) -> bool:
+def needs_reread(reply: Reply | None, write: WriteTool, fits: Fits) -> bool:
     """Whether settling this reply needs a fresh read of the target."""
-    return reply is LOST or (not reply.is_error and reported_version(reply, write) is MISSING)
+    return reply is LOST or (not reply.is_error and reported_version(reply, write, fits) is MISSING)
 
 
 def settle(
-    plan: Plan, reply: Reply | None, current: dict[str, Any] | None, reread_version: Any, write: WriteTool, preview: str
+    plan: Plan,
+    reply: Reply | None,
+    current: dict[str, Any] | None,
+    reread_version: Any,
+    write: WriteTool,
+    preview: str,
+    fits: Fits,
 ) -> Settlement:
-    """Step 9: the outcome of a sent write. A write that happened is never reported as a failure."""
+    """Step 9: the outcome of a sent write. A write that happened is never reported as a failure, and what is
+    reported fits the tool's output schema."""
     if reply is not LOST and reply.is_error:
         message = f"The backend refused the write. Call {preview} again before retrying."
         return Settlement("error", {"code": Code.BACKEND_ERROR.value, "message": message, "next_tool": preview})
     base = {"planId": plan.plan_id, **plan.arguments, **plan.summary}
-    version = reported_version(reply, write)
+    version = reported_version(reply, write, fits)
     if version is not MISSING:
         data = write.call.data_of(reply) if reply is not LOST else MISSING
-        return Settlement("applied", {**base, **_reported(write, data, plan), "version": version})
-    if reply is not LOST and reread_version is not MISSING and reread_version != plan.version:
+        return Settlement("applied", {**base, **_reported(write, data, plan, fits), "version": version})
+    moved = reread_version is not MISSING and reread_version != plan.version and fits("version", reread_version)
+    if reply is not LOST and moved:
         return Settlement("applied", {**base, "version": reread_version})
     return Settlement("unknown", outcome_unknown_body(current))
 
 
-def _reported(write: WriteTool, data: Any, plan: Plan) -> dict[str, Any]:
-    """Summary values the backend reported after the write, where they have the planned value's type."""
+def _reported(write: WriteTool, data: Any, plan: Plan, fits: Fits) -> dict[str, Any]:
+    """Summary values the backend reported after the write, where they have the planned value's type and fit."""
     reported = {}
     for field, path in write.result.items():
         value = at_path(data, path)
-        if type(value) is type(plan.summary.get(field)):
+        if type(value) is type(plan.summary.get(field)) and fits(field, value):
             reported[field] = value
     return reported
 

@@ -6,6 +6,7 @@ soak use ``Proc``, a restartable child in its own process group with a log file,
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -176,3 +177,18 @@ def backend_args(profile: Profile, db: Path, *extra: str, port: int | None = Non
 def http_backend(profile: Profile, db: Path, port: int, *extra: str) -> Any:
     """The profile's backend over streamable HTTP on a loopback port."""
     return process(backend_args(profile, db, *extra, port=port), port)
+
+
+async def audit_list(config: Path) -> list[dict[str, Any]]:
+    """Every audit entry of the config's store, as ``mcp-safety-gateway audit list --json`` prints them."""
+    command = [PYTHON, "-m", "gateway", "audit", "list", "--json", "--config", str(config)]
+    listed = await anyio.run_process(command, cwd=ROOT)
+    return [json.loads(line) for line in listed.stdout.decode().splitlines()]
+
+
+def peak_memory_bytes(pid: int) -> int:
+    """A live process's peak resident memory (Linux ``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")

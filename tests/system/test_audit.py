@@ -108,12 +108,13 @@ async def test_a_tampered_trail_is_caught_and_named(trail: tuple[Path, Path], ho
     assert finding in verified.stdout, verified.stdout
 
 
-async def test_an_outcome_the_store_cannot_record_is_still_answered_and_its_entry_logged(
+async def test_an_outcome_the_store_cannot_record_is_answered_logged_and_stored_by_the_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The outcome's entry is stored with the key's settlement, in one step. If the store is gone by then, the
-    caller still hears what happened (applied: the write did happen), and the entry is logged at error level
-    instead of lost; the backend wrote once."""
+    caller still hears what happened (applied: the write did happen), and the entry is logged at error level.
+    The outcome is kept and stored by the next call, so the retry replays the write, the audit holds both
+    decisions in order, and the backend wrote once."""
     db = tmp_path / "backend.db"
     config = parse_config(config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path))
     async with running_gateway(config) as gw, connect(gw, era, Answers()) as client:
@@ -125,11 +126,15 @@ async def test_an_outcome_the_store_cannot_record_is_still_answered_and_its_entr
 
         with monkeypatch.context() as patch, caplog.at_level(logging.ERROR):
             patch.setattr(gw.store, "settle", unreachable)
-            result = await client.call_tool("reset_tenant", args)
-    assert result.structured_content is not None
-    assert (result.structured_content["replayed"], result.structured_content["version"]) == (False, version + 1)
+            first = await client.call_tool("reset_tenant", args)
+        logged = [record.getMessage() for record in caplog.records if record.name == "gateway.audit.trail"]
+        retry = await client.call_tool("reset_tenant", args)
+        outcomes = [entry.outcome async for entry in gw.store.audit_entries()]
+    assert first.structured_content is not None
+    assert (first.structured_content["replayed"], first.structured_content["version"]) == (False, version + 1)
+    assert retry.structured_content == {**first.structured_content, "replayed": True}
+    assert outcomes == ["applied", "replayed"]
     assert TENANTS.write_count(db) == 1
-    logged = [record.getMessage() for record in caplog.records if record.name == "gateway.audit.trail"]
     assert len(logged) == 1 and args["idempotencyKey"] in logged[0] and "outcome='applied'" in logged[0]
 
 

@@ -432,7 +432,18 @@ def test_parse_fault_specs() -> None:
     assert parse_fault_spec("latency=250:3") == FaultSpec("latency", 250, 3)
     assert parse_fault_spec("drop-after-write:1") == FaultSpec("drop-after-write", None, 1)
     assert parse_fault_spec(" fail-before-write ") == FaultSpec("fail-before-write", None, None)
-    for bad in ("latency", "latency=x", "drop-after-write=1", "nope", "malformed-after-write:-1", "latency=5:z"):
+    assert parse_fault_spec("deep-after-write") == FaultSpec("deep-after-write", 100_000, None)
+    assert parse_fault_spec("huge-after-write=4096:1") == FaultSpec("huge-after-write", 4096, 1)
+    bad_specs = ("huge-after-write", "string-version-after-write=1", "deep-after-write=x")
+    for bad in (
+        "latency",
+        "latency=x",
+        "drop-after-write=1",
+        "nope",
+        "malformed-after-write:-1",
+        "latency=5:z",
+        *bad_specs,
+    ):
         with pytest.raises(ValueError):
             parse_fault_spec(bad)
     assert specs_from_env({"LEGACY_FAULT": "latency=5, drop-after-write:1,"}) == ["latency=5", "drop-after-write:1"]

@@ -411,7 +411,8 @@ async def test_a_confirmation_answer_used_on_one_replica_cannot_be_replayed_on_a
     ):
         first, second = (replica.port for replica in group)
         balancer = Balancer([first, second], lambda message: first)
-        async with spread(balancer, Answers("decline")) as client:
+        # A "no" that keeps the plan (a decline would use it up and end the story at plan_not_found).
+        async with spread(balancer, Answers("accept", {"confirm": False})) as client:
             args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
             declined = await client.call_tool(PROFILE.write_tool, args)
         # Replay the sealed state of that answered round on the other replica, the answer turned into a yes.

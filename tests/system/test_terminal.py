@@ -110,6 +110,12 @@ async def test_a_person_previews_and_confirms_a_reset_from_the_terminal(tmp_path
         assert code == 1 and "error not_confirmed" in screen
         assert TENANTS.write_count(db) == 0
 
+        # The decline used that plan up: the person previews again, then confirms.
+        code, screen = await anyio.to_thread.run_sync(
+            run_in_terminal, gateway_call(url, "preview_tenant_reset", "tenantId=tn_checkout01", "fixture=empty"), None
+        )
+        plan_id = re.search(r"planId: (pl_\S+)", screen)
+        assert code == 0 and plan_id is not None, screen
         code, screen = await anyio.to_thread.run_sync(
             run_in_terminal,
             gateway_call(url, "reset_tenant", f"planId={plan_id.group(1)}", f"idempotencyKey={key}"),

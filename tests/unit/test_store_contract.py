@@ -128,6 +128,20 @@ class StoreContract:
         assert await store.get_plan(plan.plan_id, time.time()) is None
         assert (await store.claim(in_flight(plan), time.time(), RETENTION)).existing == applied
 
+    async def test_a_consumed_plan_is_gone_unless_a_key_has_claimed_it(self, store: Store) -> None:
+        now = time.time()
+        free, busy = make_plan("pl_free"), make_plan("pl_busy")
+        await store.put_plan(free, now)
+        await store.put_plan(busy, now)
+        await store.claim(in_flight(busy), now, RETENTION)
+        assert await store.consume_plan("pl_free")
+        assert await store.get_plan("pl_free", now) is None
+        assert not await store.consume_plan("pl_free")
+        assert not await store.consume_plan("pl_busy")  # a write is applying it: it stays until settled
+        held = await store.get_plan("pl_busy", now)
+        assert isinstance(held, Plan) and held.in_use_by == "key-0001"
+        assert not (await store.claim(in_flight(free, "key-0002"), now, RETENTION)).claimed
+
     async def test_keys_belong_to_their_caller(self, store: Store) -> None:
         plan = make_plan()
         await store.put_plan(plan, time.time())

@@ -1,4 +1,5 @@
-"""The compiled schema checks answer exactly as jsonschema does, for every schema the gateway publishes.
+"""The compiled schema checks answer exactly as the gateway's jsonschema validator does (Draft 2020-12 with
+whole-value patterns), for every schema the gateway publishes.
 
 Instances are drawn "near" each schema (right shapes with some wrong values, missing and extra keys, bools
 for integers, integral floats, long strings) and from arbitrary JSON, so both answers come up often.
@@ -11,11 +12,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import FormatChecker
+from jsonschema.protocols import Validator
 
 from gateway.catalog import build_catalog
 from gateway.config import load_config
-from gateway.validators import Check, compile_check
+from gateway.validators import Check, SchemaValidator, anchored, compile_check, published
 from tests.support.profiles import PROFILES
 
 LOOKUPS = {"fixtures": {"empty": 0, "smoke": 25}, "presets": {"off": 0, "canary": 5}}
@@ -85,9 +87,9 @@ def schemas() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for profile in PROFILES:
         catalog = build_catalog(load_config(profile.config), LOOKUPS)
-        for name, published in catalog.tools.items():
-            found.append((f"{name} input", dict(published.tool.input_schema)))
-            found.append((f"{name} output", dict(published.tool.output_schema or {})))
+        for name, tool in catalog.tools.items():
+            found.append((f"{name} input", dict(tool.tool.input_schema)))
+            found.append((f"{name} output", dict(tool.tool.output_schema or {})))
     return found
 
 
@@ -96,11 +98,11 @@ NEAR = {label: near(schema) for label, schema in SCHEMAS}
 """Each schema's strategy, built once: building it per example (regexes included) took most of the run."""
 
 
-def _checks(schema: dict[str, Any]) -> tuple[Check, Draft202012Validator]:
+def _checks(schema: dict[str, Any]) -> tuple[Check, Validator]:
     formats = FormatChecker()
     check = compile_check(schema, formats)
     assert check is not None
-    return check, Draft202012Validator(schema, format_checker=formats)
+    return check, SchemaValidator(schema, format_checker=formats)
 
 
 CHECKS = {label: _checks(schema) for label, schema in SCHEMAS}
@@ -133,3 +135,37 @@ def test_a_compiled_check_agrees_with_jsonschema(label: str, schema: dict[str, A
 )
 def test_a_keyword_outside_the_subset_leaves_the_schema_to_jsonschema(schema: dict[str, Any]) -> None:
     assert compile_check(schema) is None
+
+
+@pytest.mark.parametrize("pattern", ["^[A-Za-z0-9_.-]{1,64}$", "[A-Za-z0-9_.-]{1,64}", "^a|b$"])
+def test_a_pattern_matches_whole_values_in_the_compiled_check_and_in_jsonschema(pattern: str) -> None:
+    schema = {"type": "string", "pattern": pattern}
+    fallback = {**schema, "not": {"const": "never"}}  # outside the compiled subset: jsonschema answers
+    assert compile_check(fallback) is None
+    for checks_valid in (compile_check(schema), SchemaValidator(schema).is_valid, SchemaValidator(fallback).is_valid):
+        assert checks_valid is not None
+        assert not checks_valid("tn_load04\n")
+        assert not checks_valid("tn load04")
+    assert compile_check({"type": "string", "pattern": anchored(pattern)}) is not None
+
+
+def test_published_patterns_are_anchored_so_a_search_reads_them_as_whole_value_matches() -> None:
+    assert anchored("^[a-z]{1,3}$") == "^[a-z]{1,3}$"
+    assert anchored("[a-z]{1,3}") == "^(?:[a-z]{1,3})$"
+    assert anchored("^a|b$") == "^(?:^a|b$)$"
+    schema = {"type": "object", "properties": {"pattern": {"type": "string", "pattern": "x+"}}, "enum": ["[a]"]}
+    assert published(schema) == {
+        "type": "object",
+        "properties": {"pattern": {"type": "string", "pattern": "^(?:x+)$"}},
+        "enum": ["[a]"],
+    }
+    for _, schema in SCHEMAS:
+        _all_patterns_anchored(schema)
+
+
+def _all_patterns_anchored(schema: Any) -> None:
+    if isinstance(schema, dict):
+        pattern = schema.get("pattern")
+        assert not isinstance(pattern, str) or anchored(pattern) == pattern, pattern
+        for value in schema.values():
+            _all_patterns_anchored(value)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import mcp_types as types
 import pytest
 
+from gateway.catalog import build_catalog
 from gateway.config import WriteTool, load_config
 from gateway.errors import ToolError
 from gateway.records import KeyRecord, Plan, Reply
@@ -15,11 +17,15 @@ from gateway.tools.write_rules import (
     KEY_TRANSITIONS,
     LOST,
     AfterLookup,
+    Seen,
     Settlement,
     after_key_lookup,
     next_key_state,
     require_form,
+    require_unchanged,
+    require_yes,
     settle,
+    uses_up_plan,
 )
 
 PLAN = Plan(
@@ -48,9 +54,12 @@ def tenant(version: int) -> dict[str, object]:
     return {"id": "tn_a", "name": "A", "rows": 0, "version": version, "protected": False}
 
 
+FITS = build_catalog(load_config(), {"fixtures": {"empty": 0, "smoke": 25}}).tools["reset_tenant"].fits
+
+
 def settled(reply: Reply | None, current: dict[str, object] | None = None) -> Settlement:
     version = current["version"] if current is not None else MISSING
-    return settle(PLAN, reply, current, version, WRITE, PREVIEW)
+    return settle(PLAN, reply, current, version, WRITE, PREVIEW, FITS)
 
 
 def test_every_listed_key_transition_is_legal_and_others_raise() -> None:
@@ -136,6 +145,45 @@ def test_a_malformed_reply_without_proof_of_the_write_is_unknown(reread: dict[st
     assert error is not None and error.code == "outcome_unknown"
 
 
+@pytest.mark.parametrize("version", ["4", 4.5, -4, True], ids=["string", "float", "negative", "bool"])
+def test_a_reported_version_outside_the_schema_is_not_used_and_the_reread_decides(version: object) -> None:
+    reply = Reply(False, json.dumps({"id": "tn_a", "rowsDeleted": 812, "rowsInserted": 0, "version": version}))
+    applied = settled(reply, tenant(4))
+    assert applied.state == "applied" and applied.result["version"] == 4
+    assert settled(reply).state == "unknown"  # no fitting version anywhere: the write cannot be confirmed
+    assert settled(reply, {**tenant(4), "version": "4"}).state == "unknown"
+
+
+def test_reported_numbers_outside_their_schema_give_way_to_the_planned_ones() -> None:
+    reply = Reply(False, json.dumps({"id": "tn_a", "rowsDeleted": -5, "rowsInserted": 0, "version": 4}))
+    settlement = settled(reply)
+    assert settlement.state == "applied" and settlement.result["rowsDeleted"] == 812
+
+
+SAME = Seen(target_id="tn_a", version=3, protected=False, summary={"rowsDeleted": 812, "rowsInserted": 0})
+
+
+@pytest.mark.parametrize(
+    ("seen", "code"),
+    [
+        (SAME, None),
+        (replace(SAME, version=4), "plan_stale"),
+        (replace(SAME, target_id="tn_b"), "plan_stale"),
+        (replace(SAME, summary={"rowsDeleted": 812, "rowsInserted": 5000}), "plan_stale"),
+        (replace(SAME, summary={"rowsDeleted": 812, "rowsInserted": MISSING}), "plan_stale"),
+        (replace(SAME, protected=True), "tenant_protected"),
+    ],
+    ids=["unchanged", "version", "id", "lookup-number", "lookup-gone", "protected"],
+)
+def test_a_plan_holds_only_while_its_id_version_and_numbers_hold(seen: Seen, code: str | None) -> None:
+    if code is None:
+        require_unchanged(PLAN, seen, PREVIEW, "tenant")
+        return
+    with pytest.raises(ToolError) as refused:
+        require_unchanged(PLAN, seen, PREVIEW, "tenant")
+    assert refused.value.wire_code == code
+
+
 def test_a_lost_reply_is_unknown_with_the_current_target() -> None:
     settlement = settled(LOST, tenant(4))
     error = settlement.error()
@@ -162,3 +210,23 @@ def test_protection_comes_from_a_field_or_an_id_glob() -> None:
     assert target.is_protected("checkout.x", {"meta": {"locked": True}})
     assert not target.is_protected("checkout.x", {"meta": {"locked": False}})
     assert not target.is_protected("production.x", {"meta": {"locked": "yes"}})
+
+
+@pytest.mark.parametrize(
+    ("answer", "used_up"),
+    [
+        (types.ElicitResult(action="decline"), True),
+        (types.ElicitResult(action="cancel"), True),
+        (None, False),  # no answer in time: the user may not have seen it
+        (types.ElicitResult(action="accept", content={"confirm": False}), False),
+        (types.ElicitResult(action="accept", content={"confirm": True}), False),
+    ],
+)
+def test_a_decline_or_cancel_uses_the_plan_up_and_nothing_else_does(
+    answer: types.ElicitResult | None, used_up: bool
+) -> None:
+    assert uses_up_plan(answer) is used_up
+    if used_up:
+        with pytest.raises(ToolError) as refused:
+            require_yes(answer, "boolean", PLAN, PREVIEW)
+        assert (refused.value.code, refused.value.next_tool) == ("not_confirmed", PREVIEW)

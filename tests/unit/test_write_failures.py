@@ -1,0 +1,68 @@
+"""Failures inside the write path once a key is claimed: the key never stays in flight, the caller gets a coded
+answer (never a JSON-RPC error), and the audit holds the decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.records import Reply, bounded_json
+from tests.support.clients import Answers, connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.configs import gateway_config
+from tests.support.profiles import Profile
+
+pytestmark = pytest.mark.anyio
+
+
+def optional_note_in_the_payload(profile: Profile) -> Any:
+    """A config an operator could write: an optional input that only the write's payload uses."""
+
+    def change(tools: dict[str, Any]) -> None:
+        tools[profile.preview_tool]["inputs"]["note"] = {"schema": {"type": "string"}, "required": False}
+        tools[profile.write_tool]["call"]["payload"]["note"] = "{note}"
+
+    return change
+
+
+async def test_a_payload_that_cannot_be_built_releases_the_key_and_writes_nothing(
+    tmp_path: Path, profile: Profile, era: str
+) -> None:
+    db = tmp_path / "backend.db"
+    config = gateway_config(
+        profile, db, *profile.seed_demo, state_dir=tmp_path, tools=optional_note_in_the_payload(profile)
+    )
+    async with running_gateway(config, backend_in_process=True) as gw, connect(gw, era, Answers()) as client:
+        plan = await preview(client, profile)  # without the optional note
+        before = profile.write_count(db), profile.snapshot(db, profile.main)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        first = await client.call_tool(profile.write_tool, args)
+        record = await gw.store.get_record("local", args["idempotencyKey"])
+        retry = await client.call_tool(profile.write_tool, args)
+        audited = [(e.outcome, e.code) async for e in gw.store.audit_entries()]
+    assert error_code(first) == "internal_error"
+    assert error_body(first)["nextTool"] == profile.preview_tool
+    assert record is None  # released: the key is free, not in flight
+    assert error_code(retry) == "internal_error"  # tried again, not request_in_progress
+    assert (profile.write_count(db), profile.snapshot(db, profile.main)) == before
+    assert audited == [("refused", "internal_error")] * 2
+
+
+def test_json_nested_past_the_cap_is_malformed_without_recursing() -> None:
+    deep = "[" * 100_000 + "1" + "]" * 100_000
+    assert bounded_json(deep, 16) is None
+    assert Reply(False, deep).json() is None
+    sixteen: Any = []
+    for _ in range(15):
+        sixteen = [sixteen]
+    assert bounded_json("[" * 16 + "]" * 16, 16) == sixteen
+    assert bounded_json("[" * 17 + "]" * 17, 16) is None
+    assert bounded_json('{"a": "[[[[[[[[", "b": "\\\\", "c": "\\"{{{{"}', 2) == {
+        "a": "[[[[[[[[",
+        "b": "\\",
+        "c": '"{{{{',
+    }
+    assert bounded_json('[[""], "", [[]]]', 3) == [[""], "", [[]]]
+    assert bounded_json('[[""], "", [[[]]]]', 3) is None
+    assert bounded_json("[1, 2", 16) is None
