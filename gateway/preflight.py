@@ -306,6 +306,8 @@ async def _check_preview(
     except ToolError as err:
         report.problem(f"tools.{name}.target.get", f"reading {sample[key]!r} failed: {_explain(err)}")
         return
+    if target.id_in(state) is MISSING:
+        report.problem(f"tools.{name}.target.id_field", f"the {target.noun} has no string {target.id_field!r}")
     if target.version_in(state) is MISSING:
         report.problem(f"tools.{name}.target.version_field", f"the {target.noun} has no {target.version_field!r}")
     for field_name, summary in tool.summary.items():

@@ -134,6 +134,7 @@ def _preview_tool(action: str, get: str | None, noun: str) -> dict[str, Any]:
                 "payload": todo('the payload that names the target, e.g. { id = "{target_id}" }'),
                 "path": todo(f"where the {noun} sits in the answer ('' when it is the answer)"),
             },
+            "id_field": todo(f"the path of the {noun}'s own id in what the read answers (plans and locks use it)"),
             "version_field": todo(f"the path of the {noun}'s version (a plan is stale once it changes)"),
             "not_found_text": todo(f"words of the error the server answers for an absent {noun}"),
             "protected_field": todo(f"the path of a flag that is true on {noun}s never to change (or remove)"),

@@ -83,6 +83,15 @@ def test_a_wrong_version_field_is_named(profile: Profile, tmp_path: Path) -> Non
     assert f"tools.{profile.preview_tool}.target" in output
 
 
+def test_a_wrong_id_field_is_named(profile: Profile, tmp_path: Path) -> None:
+    def rename(data: dict[str, Any]) -> None:
+        data["tools"][profile.preview_tool]["target"]["id_field"] = "identifier"
+
+    code, output = run_check(profile, tmp_path, rename)
+    assert code == 1
+    assert f"tools.{profile.preview_tool}.target.id_field" in output
+
+
 def misname_the_write(profile: Profile) -> Callable[[dict[str, Any]], None]:
     def misname(data: dict[str, Any]) -> None:
         data["tools"][profile.write_tool]["call"]["action"] += "x"
