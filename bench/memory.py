@@ -40,7 +40,7 @@ async def fill(url: str, count: int) -> dict[str, Any]:
     store = open_store(url)
     if url.startswith("sqlite:"):
         # RSS does not depend on fsync; with synchronous=FULL the 400,000 commits would take minutes.
-        store._db.execute("PRAGMA synchronous=OFF")  # type: ignore[attr-defined]
+        store._writer.execute("PRAGMA synchronous=OFF")  # type: ignore[attr-defined]
     try:
         now = time.time()
         started = time.perf_counter()
