@@ -109,10 +109,14 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
         text = f"{approval.tool} on {quoted(approval.target)} ({numbers}) waits for approval{rule}, asked by {caller}"
         text += f": <{notice.url}>"
         return {"text": text}
+    return {"event": "approval_requested", **approval_facts(approval, notice.url), "rule": notice.rule}
+
+
+def approval_facts(approval: Approval, url: str) -> dict[str, Any]:
+    """An approval's facts as JSON, the same in a webhook's notice and in the approval page's JSON API."""
     return {
-        "event": "approval_requested",
         "approvalId": approval.approval_id,
-        "url": notice.url,
+        "url": url,
         "tool": approval.tool,
         "target": approval.target,
         "version": approval.version,
@@ -120,7 +124,6 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
         "summary": approval.summary,
         "caller": readable(approval.caller),
         "question": approval.message,
-        "rule": notice.rule,
         "approversNeeded": approval.approvers_needed,
         "fourEyes": approval.four_eyes,
         "requestedAt": rfc3339(approval.requested_at),

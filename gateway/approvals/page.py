@@ -42,6 +42,7 @@ from gateway.principal import readable
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
 from gateway.text import quoted, rfc3339, shown
+from gateway.webhooks import approval_facts
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -316,22 +317,11 @@ class ApprovalPage:
         return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
 
     def _json(self, approval: Approval, now: float, person: str) -> dict[str, Any]:
+        url = f"{self.gw.approvals_url}/approvals/{approval.approval_id}"
         return {
-            "approvalId": approval.approval_id,
-            "url": f"{self.gw.approvals_url}/approvals/{approval.approval_id}",
+            **approval_facts(approval, url),
             "state": state(approval, now).value,
-            "tool": approval.tool,
-            "target": approval.target,
-            "version": approval.version,
-            "arguments": approval.arguments,
-            "summary": approval.summary,
-            "caller": readable(approval.caller),
-            "question": approval.message,
-            "requestedAt": rfc3339(approval.requested_at),
-            "expiresAt": rfc3339(approval.expires_at),
             "approvedBy": approved_by(approval),
-            "approversNeeded": approval.approvers_needed,
-            "fourEyes": approval.four_eyes,
             "yours": not may_decide(approval, person),
         }
 
