@@ -24,8 +24,8 @@ from mcp import Client
 from bench import procs
 from bench.load import percentile
 from gateway.config import load_config
+from gateway.mcp.server import build_server
 from gateway.runtime import Gateway, open_gateway
-from gateway.server import build_server
 from tests.support.clients import accept
 
 # The demo tenants that may be planned (tn_prod_eu is protected). Resetting them to "empty" leaves 0 rows, so

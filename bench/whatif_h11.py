@@ -23,6 +23,6 @@ def _with_h11(self: uvicorn.Config, *args: Any, **kwargs: Any) -> None:
 uvicorn.Config.__init__ = _with_h11  # type: ignore[method-assign]
 
 if __name__ == "__main__":
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     sys.exit(main(sys.argv[1:]))

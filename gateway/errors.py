@@ -1,6 +1,6 @@
 """Tool-level refusals: one enumeration of stable codes, one table of what each means and what to do next.
 
-Every refusal the gateway makes is a ``ToolError``. On the wire (gateway.server) it becomes an ``isError``
+Every refusal the gateway makes is a ``ToolError``. On the wire (gateway.mcp.server) it becomes an ``isError``
 result whose first text block is JSON ``{"code", "message", "nextTool"?, "details"?}`` and which carries no
 ``structuredContent``. Tests match ``code``; the message is for the model. The README's troubleshooting table
 is ``markdown_table()``, and a test keeps the two equal. A few codes are refusals of the HTTP transport itself

@@ -8,7 +8,7 @@
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
 
-Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.tools.write_rules) can be
+Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.write.steps) can be
 read, imported and tested on their own.
 """
 

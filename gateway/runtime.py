@@ -20,23 +20,23 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from gateway.approvals.notify import Notifier
 from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
 from gateway.backend import Backend, BackendUnavailable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
-from gateway.catalog import Catalog, PublishedTool, build_catalog, needs
+from gateway.catalog.published import Catalog, PublishedTool, build_catalog, needs
 from gateway.config import GatewayConfig
 from gateway.cursor import CursorCodec
 from gateway.errors import Code, ToolError
-from gateway.keys import load_audit_keys, load_keys
-from gateway.metrics import Metrics
+from gateway.identity.secrets import load_audit_keys, load_keys
+from gateway.observability.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
-from gateway.stores.unsettled import Unsettled
-from gateway.webhooks import Notifier
+from gateway.write.outcome import Unsettled
 
 
 @dataclass

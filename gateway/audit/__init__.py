@@ -5,5 +5,5 @@
     floods    refusals that never reached a plan: the first per caller, code and minute, then a count  (pure)
     display   reading them: ``audit list``'s filters and table
 
-The write tool (gateway.tools.write) decides what an entry says; this package decides how it is kept and shown.
+The write tool (gateway.write.planned) decides what an entry says; this package decides how it is kept and shown.
 """

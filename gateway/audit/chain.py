@@ -4,9 +4,9 @@ kept outside the store.
 Each stored entry carries ``seq`` (1, 2, 3, …), ``prev_hash`` (the previous entry's hash, "" for the first),
 ``key_id`` (which key sealed it) and ``hash`` = HMAC-SHA256, under that key, of the entry's own fields,
 ``prev_hash`` and ``key_id``. The key ring comes from ``GATEWAY_AUDIT_KEY`` (comma-separated, the first seals,
-every one verifies) or a file in the state directory (gateway/keys.py), never from the store: someone who can
-edit the store but not read the key cannot re-seal an edited entry. Every store seals with ``sealed`` in the same
-atomic step that reads the last entry, so concurrent writers (replicas) cannot fork the chain.
+every one verifies) or a file in the state directory (gateway/identity/secrets.py), never from the store:
+someone who can edit the store but not read the key cannot re-seal an edited entry. Every store seals with
+``sealed`` in the same atomic step that reads the last entry, so concurrent writers (replicas) cannot fork the chain.
 
 ``verify`` recomputes the chain and names every entry that does not fit. Entries sealed before the chain was
 keyed (``key_id`` "", plain SHA-256, which anyone can recompute) still verify as such; an unkeyed entry *after* a

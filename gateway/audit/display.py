@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gateway.principal import readable
+from gateway.identity.principal import readable
 from gateway.printable import columns
 from gateway.records import AuditEntry
 from gateway.text import rfc3339

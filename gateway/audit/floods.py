@@ -9,7 +9,7 @@ over one entry says how many more there were (``outcome`` "refused", the same co
 
 Counts are held in the process: they are handed out when a later refusal or entry comes along after their
 minute, and when the gateway closes. A process killed hard loses at most the counts of its last minutes; the
-first refusal of each is already stored. Pure: no I/O; gateway.tools.write stores what this hands out.
+first refusal of each is already stored. Pure: no I/O; gateway.write.planned stores what this hands out.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from prometheus_client import Counter
 from gateway.audit.display import entry_json
 from gateway.config import AuditStreamSection
 from gateway.records import AuditEntry
-from gateway.webhooks import SIGNATURE_HEADER, signature
+from gateway.signing import SIGNATURE_HEADER, signature
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from mcp.shared.exceptions import MCPError
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
 from gateway.config import BackendSection
+from gateway.observability.tracing import inject_traceparent, span
 from gateway.records import Reply
-from gateway.tracing import inject_traceparent, span
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ import anyio
 
 from gateway.backend import Backend, BackendUnavailable
 from gateway.config import Call, Lookup, Target
+from gateway.config.expressions import MISSING, at_path
 from gateway.errors import Code, ToolError
 from gateway.records import Reply
-from gateway.templates import MISSING, at_path
 
 log = logging.getLogger(__name__)
 

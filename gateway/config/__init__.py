@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
+from gateway.config.expressions import names_in
 from gateway.config.mapping import (
     Call,
     InputField,
@@ -51,7 +52,6 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
-from gateway.templates import names_in
 
 __all__ = [
     "DEFAULT_CONFIG",

@@ -1,6 +1,6 @@
 """The tool mapping of the config: which backend call backs which published tool, and how its data is read.
 
-A ``Call`` is one god-tool action with a payload template (gateway.templates) and the path of its useful data;
+A ``Call`` is one god-tool action with a payload template (gateway.config.expressions) and the path of its useful data;
 it is also the one interpreter of that mapping (``payload_for``, ``data_of``), for reads and writes alike. A
 ``Target`` knows where its version and its protection sit in the backend's state. A read, preview or write tool
 is built from calls, a target, input and output fields.
@@ -15,10 +15,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.approvals import ApprovalRule
+from gateway.config.expressions import MISSING, at_path, names_in, render
 from gateway.config.sections import Model, RateLimit
 from gateway.errors import Code
 from gateway.records import Reply
-from gateway.templates import MISSING, at_path, names_in, render
 
 NON_NEGATIVE_INTEGER: dict[str, Any] = {"type": "integer", "minimum": 0}
 

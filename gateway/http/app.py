@@ -28,12 +28,12 @@ from starlette.types import ASGIApp
 
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
-from gateway.http.auth import build_verifier
 from gateway.http.edge import EdgeGuard, security_settings
 from gateway.http.sessions import PerRequestSessionManager, SessionLimits, stream_for_tools
-from gateway.identity import current_caller, current_scopes, is_visible
+from gateway.identity.caller import current_caller, current_scopes, is_visible
+from gateway.identity.verifiers import build_verifier
+from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
-from gateway.server import build_server
 
 
 def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
@@ -95,7 +95,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
     if config.approvals.configured:
-        from gateway.approvals.page import approval_routes  # Jinja2 and the page only where approvals are on
+        from gateway.http.page.routes import approval_routes  # Jinja2 and the page only where approvals are on
 
         routes += approval_routes(gw)
     if verifier is not None:
@@ -123,7 +123,7 @@ async def _backends_answer(gw: Gateway) -> dict[str, bool]:
 
 async def _count_pending_approvals(gw: Gateway) -> None:
     """The pending-approvals gauge, read from the store (so every replica reports the shared number)."""
-    from gateway.approvals.rules import State, state
+    from gateway.approvals.lifecycle import State, state
 
     now = gw.clock()
     try:

@@ -51,7 +51,7 @@ import anyio
 import anyio.to_thread
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
-from gateway.chaos import crash_point
+from gateway.crashpoints import crash_point
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import approval_from_json, approval_json, claim_refusal
 from gateway.stores.buckets import LocalBuckets

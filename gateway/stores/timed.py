@@ -9,9 +9,9 @@ from typing import TypeVar
 
 from prometheus_client import Histogram
 
+from gateway.observability.tracing import span
 from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores.base import Store
-from gateway.tracing import span
 
 T = TypeVar("T")
 

@@ -1,8 +1,8 @@
-"""The published tools, one module per kind, in the order a write flows through them.
+"""The published tools other than the planned write, one module per kind.
 
 listing      a read tool: one bounded page of a backend list, with an opaque cursor
 preview      a preview tool: reads the target, computes the effect, issues a caller-bound plan
-write        a write tool: the I/O of the write path, step by step
-write_rules  the write path's decisions, pure (the step table is at its top)
-confirm      asking the user, in both protocol eras
+passthrough  a backend's own tool, published on purpose; a writing one is confirmed and keyed like a write
+
+The planned write itself is the gateway.write package.
 """

@@ -7,9 +7,9 @@ from typing import Any
 
 from gateway.backend.reads import order
 from gateway.config import ReadTool
+from gateway.config.expressions import MISSING, at_path
 from gateway.errors import Code, ToolError
 from gateway.runtime import Gateway
-from gateway.templates import MISSING, at_path
 
 
 async def list_page(gw: Gateway, name: str, config: ReadTool, args: dict[str, Any]) -> dict[str, Any]:

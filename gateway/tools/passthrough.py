@@ -5,8 +5,8 @@ server, before this module runs), the backend's tool is called (retried once on 
 read), and its answer must be a JSON object that fits the published output schema, else ``backend_error``.
 
 A pass-through tool that is not read-only writes, and it writes like a planned write, through the same driver
-(gateway.tools.write.run_decision), decisions (gateway.tools.write_rules), store records and prompt
-(gateway.tools.confirm). What it lacks is a preview, so something must stand in for the plan. What stands in is
+(gateway.write.planned.run_decision), decisions (gateway.write.steps), store records and prompt
+(gateway.write.ask.form). What it lacks is a preview, so something must stand in for the plan. What stands in is
 the call itself: its arguments (without ``idempotencyKey``), bound to the caller and the key. The implied plan's
 id is a digest of (caller, tool, key, arguments), so:
 
@@ -45,16 +45,16 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.backend import BackendUnavailable
-from gateway.catalog import PublishedTool
+from gateway.catalog.published import PublishedTool
 from gateway.config import PassthroughTool
+from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
-from gateway.progress import ASKING, DONE, Progress
 from gateway.records import KeyRecord, Plan, Reply
 from gateway.runtime import Gateway
-from gateway.templates import render
-from gateway.tools import confirm
-from gateway.tools.write import Answer, AuditedCall, Sender, outcome_of, record_outcome, run_decision, send_claimed
-from gateway.tools.write_rules import (
+from gateway.write.ask import form
+from gateway.write.planned import Answer, AuditedCall, Sender, outcome_of, record_outcome, run_decision, send_claimed
+from gateway.write.progress import ASKING, DONE, Progress
+from gateway.write.steps import (
     LOST,
     AfterLookup,
     Settlement,
@@ -174,7 +174,7 @@ async def _decide(
     now = gw.clock()
     plan = Plan(plan_id, call.caller, call.name, target, None, arguments, {}, now + config.prompt_timeout_seconds)
     properties = list(call.published.tool.input_schema.get("properties", {}))
-    question = confirm.Question(
+    question = form.Question(
         message=prompt(config, call.name, arguments, [name for name in properties if name != KEY]),
         schema=confirmation_schema(config.confirm, plan),
         caller=call.caller,
@@ -183,7 +183,7 @@ async def _decide(
         timeout=config.prompt_timeout_seconds,
     )
     await call.progress(ASKING)
-    answer = await confirm.ask(ctx, params, question, gw.store, now)
+    answer = await form.ask(ctx, params, question, gw.store, now)
     if isinstance(answer, types.InputRequiredResult):
         return answer
     call.note(confirmation=answer.action if answer is not None else "timeout")

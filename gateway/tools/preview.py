@@ -17,13 +17,13 @@ from typing import Any
 
 from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
 from gateway.backend.reads import TargetReader
-from gateway.catalog import PublishedTool
+from gateway.catalog.published import PublishedTool
 from gateway.config import PreviewTool, WriteTool
+from gateway.config.expressions import MISSING
 from gateway.errors import Code, ToolError
-from gateway.identity import caller_facts
+from gateway.identity.caller import caller_facts
 from gateway.records import Plan
 from gateway.runtime import Gateway
-from gateway.templates import MISSING
 from gateway.text import rfc3339
 
 

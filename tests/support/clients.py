@@ -16,8 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.backend.client import Opener
 from gateway.config import GatewayConfig
+from gateway.mcp.server import build_server
 from gateway.runtime import Gateway, open_gateway
-from gateway.server import build_server
 from tests.support.inprocess import in_process
 from tests.support.profiles import Profile
 

@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.approvals.rules import approval_id_for
+from gateway.approvals.lifecycle import approval_id_for
 from gateway.stores import open_store
 from tests.support import browser, oidc
 from tests.support.clients import error_body, error_code, new_key, preview

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.approvals.rules import approval_id_for
+from gateway.approvals.lifecycle import approval_id_for
 from tests.support.approvals import TOKENS, approvals_section
 from tests.support.asgi import serve_asgi
 from tests.support.clients import Answers, error_body, error_code, new_key, preview

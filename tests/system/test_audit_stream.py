@@ -22,7 +22,7 @@ from starlette.routing import Route
 from gateway.audit.display import entry_json
 from gateway.config import parse_config
 from gateway.runtime import Gateway
-from gateway.webhooks import SIGNATURE_HEADER
+from gateway.signing import SIGNATURE_HEADER
 from tests.support.asgi import serve_asgi
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml

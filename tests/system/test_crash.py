@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from gateway.chaos import ENV_VAR, SQLITE_POINTS
+from gateway.crashpoints import ENV_VAR, SQLITE_POINTS
 from tests.support.clients import Answers, error_body, error_code, new_key, preview
 from tests.support.configs import write_config
 from tests.support.processes import free_port, serve

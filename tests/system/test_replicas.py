@@ -33,7 +33,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from gateway.chaos import ENV_VAR, POINTS
+from gateway.crashpoints import ENV_VAR, POINTS
 from gateway.stores.redis import RedisStore
 from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
@@ -70,7 +70,7 @@ async def replicas(
 ) -> AsyncIterator[list[Replica]]:
     """``count`` `serve` processes per GATEWAY_SECRET_KEY ring in ``rings``, started together, stopped after.
 
-    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.chaos).
+    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints).
     """
     started: list[Replica] = []
     try:

@@ -11,7 +11,7 @@ import httpx
 import mcp_types as types
 import pytest
 
-from gateway.approvals.rules import approval_id_for
+from gateway.approvals.lifecycle import approval_id_for
 from gateway.config import ConfigError, parse_config
 from gateway.http.app import build_app
 from gateway.runtime import Gateway

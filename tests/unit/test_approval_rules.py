@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.approvals.rules import (
+from gateway.approvals.lifecycle import (
     DecisionRefused,
     Refused,
     State,
@@ -17,7 +17,7 @@ from gateway.approvals.rules import (
     new_approval,
     state,
 )
-from gateway.identity import person_id
+from gateway.identity.caller import person_id
 from gateway.records import Approval, Plan
 
 NOW = 1_000_000.0

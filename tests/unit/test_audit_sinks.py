@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from gateway.audit.sinks import SinkError, open_feed
 from gateway.config import AuditStreamSection, ConfigError, load_config, parse_config
-from gateway.webhooks import signature
+from gateway.signing import signature
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ HEAVY = ("pydantic", "anyio", "mcp", "mcp_types", "httpx", "httpx2", "starlette"
 
 PROBE = """
 import json, sys
-from gateway.cli import main
+from gateway.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.cli import lease_refusal
+from gateway.cli.main import lease_refusal
 from gateway.config import ConfigError, WriteTool, load_config, parse_config
 from tests.support.configs import together_data
 from tests.support.profiles import TENANTS

@@ -12,7 +12,7 @@ from gateway.config import ConfigError, parse_config
 from gateway.config.loopback import is_loopback_host_pattern, is_loopback_origin_pattern, is_secure_url
 from gateway.http.edge import exposure
 from gateway.http.quota import SessionQuota
-from gateway.principal import Principal, decode, encode, readable
+from gateway.identity.principal import Principal, decode, encode, readable
 from tests.support.configs import config_data
 from tests.support.profiles import TENANTS
 

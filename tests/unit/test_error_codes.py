@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.errors import Code, ToolError
-from gateway.tools.write_rules import stored_error
+from gateway.write.steps import stored_error
 
 
 @pytest.mark.parametrize(("noun", "wire"), [("tenant", "tenant_not_found"), ("database", "database_not_found")])

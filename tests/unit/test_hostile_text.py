@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.approvals.rules import approval_id_for
+from gateway.approvals.lifecycle import approval_id_for
 from gateway.config import parse_config
 from gateway.http.app import build_app
 from legacy_backend.store import Store

@@ -7,9 +7,9 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from gateway.cli.inspect.draft import draft
+from gateway.cli.inspect.findings import examine, risk_of
 from gateway.config import ConfigError, parse_config
-from gateway.inspect.draft import draft
-from gateway.inspect.findings import examine, risk_of
 
 
 def tool(input_schema: dict[str, Any], description: str = "", **extra: Any) -> types.Tool:

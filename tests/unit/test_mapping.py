@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.catalog import named_version
+from gateway.catalog.published import named_version
 from gateway.config import ConfigError, Lookup, load_config, parse_config
 
 LIST_LOOKUP = Lookup.model_validate({"call": {"action": "templates"}, "key": "id", "value": "meta.rows"})

@@ -15,8 +15,8 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from gateway.progress import ASKING, CALLING, DONE
 from gateway.runtime import Gateway
+from gateway.write.progress import ASKING, CALLING, DONE
 from tests.support.clients import NOT_A_YES, NOT_A_YES_IDS, Answers, connect, error_body, error_code, new_key
 from tests.support.configs import HINTS_READ
 from tests.support.profiles import FLAGS, Profile
@@ -231,7 +231,7 @@ async def test_an_answer_outside_the_output_schema_is_outcome_unknown_and_never_
 
 
 async def test_a_passthrough_tool_that_does_not_fit_its_backend_is_left_out(gw: Gateway, db: Path) -> None:
-    from gateway.catalog import build_catalog
+    from gateway.catalog.published import build_catalog
     from gateway.config import parse_config
 
     data = gw.config.model_dump(by_alias=True, exclude_none=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
+from gateway.cli.main import main
 from gateway.config import DEFAULT_CONFIG, load_config
 from gateway.config.paths import where_state_lives
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.progress import ASKING, CALLING, DONE
 from gateway.runtime import Gateway
+from gateway.write.progress import ASKING, CALLING, DONE
 from tests.support.clients import Answers, connect, new_key, preview
 from tests.support.profiles import Profile
 

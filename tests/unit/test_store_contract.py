@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.approvals.rules import decide, new_approval
+from gateway.approvals.lifecycle import decide, new_approval
 from gateway.audit.chain import ChainKeys, verify
 from gateway.errors import StoreInUse
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway.terminal import render
-from gateway.terminal_args import UsageError, parse_pairs
-from gateway.terminal_failures import printable, unknown_tool
+from gateway.cli.call.arguments import UsageError, parse_pairs
+from gateway.cli.call.failures import printable, unknown_tool
+from gateway.cli.call.terminal import render
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

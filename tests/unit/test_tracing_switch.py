@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from gateway.tracing import wanted
+from gateway.observability.tracing import wanted
 from tests.support.processes import ROOT
 
 
@@ -30,7 +30,8 @@ def test_the_environment_decides_whether_traces_are_exported(env: dict[str, str]
 
 def test_with_tracing_off_neither_the_sdk_nor_the_exporter_is_imported() -> None:
     probe = (
-        "import json, sys; from gateway import tracing, server; tracing.configure('gw', {}); "
+        "import json, sys; from gateway.observability import tracing; from gateway.mcp import server; "
+        "tracing.configure('gw', {}); "
         "print(json.dumps(sorted(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from jsonschema import FormatChecker
 from jsonschema.protocols import Validator
 
-from gateway.catalog import build_catalog
+from gateway.catalog.published import build_catalog
+from gateway.catalog.schemas import Check, SchemaValidator, anchored, compile_check, published
 from gateway.config import load_config
-from gateway.validators import Check, SchemaValidator, anchored, compile_check, published
 from tests.support.profiles import PROFILES
 
 LOOKUPS = {"fixtures": {"empty": 0, "smoke": 25}, "presets": {"off": 0, "canary": 5}}

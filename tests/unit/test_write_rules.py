@@ -8,12 +8,12 @@ from dataclasses import replace
 import mcp_types as types
 import pytest
 
-from gateway.catalog import build_catalog
+from gateway.catalog.published import build_catalog
 from gateway.config import WriteTool, load_config
+from gateway.config.expressions import MISSING
 from gateway.errors import ToolError
 from gateway.records import KeyRecord, Plan, Reply
-from gateway.templates import MISSING
-from gateway.tools.write_rules import (
+from gateway.write.steps import (
     KEY_TRANSITIONS,
     LOST,
     AfterLookup,

@@ -1,0 +1,146 @@
+"""The pure rules of an approval: its state, what a decision does, and the facts it is bound to.
+
+state      pending -> approved   when ``approvers_needed`` distinct people approved, none rejected
+           pending -> rejected   when anyone rejected (Reject ends the plan)
+           any     -> expired    once ``expires_at`` passed (the plan's own expiry)
+decide     adds one person's verdict; approving twice is idempotent; a settled approval takes no new
+           verdict; with ``four_eyes`` the caller cannot decide their own write
+facts      an approval as JSON, the same in a webhook's notice and in the approval page's JSON API
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from gateway.identity.principal import readable
+from gateway.records import Approval, Decision, Plan
+from gateway.text import rfc3339
+
+
+class State(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class Refused(StrEnum):
+    """Why a decision was not taken."""
+
+    EXPIRED = "expired"
+    SETTLED = "settled"
+    OWN_WRITE = "own_write"
+    CHANGED_MIND = "changed_mind"
+
+
+class DecisionRefused(Exception):
+    """A decision the rules do not take, with the reason."""
+
+    def __init__(self, reason: Refused) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+def approval_id_for(plan_id: str) -> str:
+    """The approval's id for a plan: derived, so every replica finds it without a lookup, and not the plan id
+    itself (the link travels through browsers, chats and e-mail)."""
+    digest = hashlib.sha256(b"gateway/approval/v1:" + plan_id.encode()).digest()
+    return "ap_" + base64.urlsafe_b64encode(digest).decode().rstrip("=")[:22]
+
+
+def new_approval(
+    plan: Plan, caller_person: str | None, message: str, now: float, *, needed: int, four_eyes: bool
+) -> Approval:
+    """The approval a url-mode write asks for: the plan's facts, open until the plan expires."""
+    return Approval(
+        approval_id=approval_id_for(plan.plan_id),
+        plan_id=plan.plan_id,
+        caller=plan.caller,
+        caller_person=caller_person,
+        tool=plan.tool,
+        target=plan.target,
+        version=plan.version,
+        arguments=dict(plan.arguments),
+        summary=dict(plan.summary),
+        message=message,
+        requested_at=now,
+        expires_at=plan.expires_at,
+        approvers_needed=needed,
+        four_eyes=four_eyes,
+    )
+
+
+def state(approval: Approval, now: float) -> State:
+    """Where an approval stands now."""
+    if any(decision.verdict == "reject" for decision in approval.decisions):
+        return State.REJECTED
+    if len(approved_by(approval)) >= approval.approvers_needed:
+        return State.APPROVED
+    if now >= approval.expires_at:
+        return State.EXPIRED
+    return State.PENDING
+
+
+def approved_by(approval: Approval) -> list[str]:
+    """The names of the people who approved, in order."""
+    return [decision.name for decision in approval.decisions if decision.verdict == "approve"]
+
+
+def may_decide(approval: Approval, approver: str) -> bool:
+    """Whether this person may decide this approval at all (four eyes: never their own write)."""
+    return not (approval.four_eyes and approval.caller_person is not None and approver == approval.caller_person)
+
+
+def decide(approval: Approval, approver: str, name: str, verdict: Literal["approve", "reject"], now: float) -> Approval:
+    """The approval after one person's verdict; DecisionRefused when the rules do not take it."""
+    if not may_decide(approval, approver):
+        raise DecisionRefused(Refused.OWN_WRITE)
+    earlier = next((decision for decision in approval.decisions if decision.approver == approver), None)
+    if earlier is not None:
+        if earlier.verdict == verdict:
+            return approval  # approving (or rejecting) twice is the same decision
+        raise DecisionRefused(Refused.CHANGED_MIND)
+    current = state(approval, now)
+    if current is State.EXPIRED:
+        raise DecisionRefused(Refused.EXPIRED)
+    if current is not State.PENDING:
+        raise DecisionRefused(Refused.SETTLED)
+    return replace(approval, decisions=(*approval.decisions, Decision(approver, name, verdict, now)))
+
+
+def binds(approval: Approval, plan: Plan) -> bool:
+    """Whether the approval was given for exactly this plan's facts."""
+    return (
+        approval.approval_id == approval_id_for(plan.plan_id)
+        and approval.plan_id == plan.plan_id
+        and approval.caller == plan.caller
+        and approval.tool == plan.tool
+        and approval.target == plan.target
+        and approval.version == plan.version
+        and approval.arguments == plan.arguments
+        and approval.summary == plan.summary
+        and approval.expires_at == plan.expires_at
+    )
+
+
+def approval_facts(approval: Approval, url: str) -> dict[str, Any]:
+    """An approval's facts as JSON, the same in a webhook's notice and in the approval page's JSON API."""
+    return {
+        "approvalId": approval.approval_id,
+        "url": url,
+        "tool": approval.tool,
+        "target": approval.target,
+        "version": approval.version,
+        "arguments": approval.arguments,
+        "summary": approval.summary,
+        "caller": readable(approval.caller),
+        "question": approval.message,
+        "approversNeeded": approval.approvers_needed,
+        "fourEyes": approval.four_eyes,
+        "requestedAt": rfc3339(approval.requested_at),
+        "expiresAt": rfc3339(approval.expires_at),
+    }

@@ -1,0 +1,11 @@
+"""The subcommands of ``mcp-safety-gateway``: the edge a person types at. Nothing in ``gateway`` imports this folder.
+
+main       the argument parser and ``serve`` (start-up recovery is a step of ``serve`` only)
+check      ``check``: a config against its backend, the published tool table, ``--explain``
+init       ``init``: the built-in config written out to edit
+audit      ``audit list | verify | head | trim``
+approvals  ``approvals list | approve | reject``: the approval API from a terminal
+call/      ``call`` and ``tools``: a terminal MCP client that answers prompts at the keyboard
+inspect/   ``inspect``: look at any MCP server and draft the config that wraps it
+actions    what a god-tool's schema says its actions are (shared by ``check`` and ``inspect``)
+"""

@@ -1,0 +1,214 @@
+"""The draft config ``inspect`` writes: what can be read from the tool definitions, and a ``TODO`` string for
+every decision a person must make. The gateway refuses to load a file that still holds a ``TODO``
+(gateway.config.parse_config), so a draft cannot be served half-decided.
+
+From a god-tool: ``[backend]`` with its argument names; a read tool per list-like action; a preview and write
+pair per destructive action, whose target read is the god-tool's get-like action. The version field,
+the protection rule, the inputs, the summary numbers, the confirmation message, the payloads and the paths into
+the answers stay TODO. Actions whose verb is unknown are never drafted as calls (they may change things). A tool
+that states every hint and has an ``outputSchema`` becomes a pass-through entry; every other tool stays hidden.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from gateway.cli.inspect.findings import GodTool, ToolFindings
+from gateway.config import toml_value
+
+LIST_VERBS = {"list", "search", "find", "query", "browse", "export", "all"}
+GET_VERBS = {"get", "describe", "show", "read", "fetch", "info", "view", "lookup"}
+SUBTABLES = {"target", "get", "fields", "inputs", "summary", "annotations"}
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def todo(question: str) -> str:
+    """A decision left to a person."""
+    return f"TODO: {question}"
+
+
+def draft(server: str, backend: dict[str, Any], findings: list[ToolFindings]) -> dict[str, Any]:
+    """The draft config (as data) for a server reached as ``backend`` describes, from its tools' findings."""
+    gods = [found for found in findings if found.god is not None]
+    main = gods[0] if gods else None
+    noun = _noun(main.name if main is not None else server)
+    data: dict[str, Any] = {
+        "gateway": {"name": f"{_slug(server)}-gateway", "store": "sqlite:var/gateway.db", "state_dir": "var"},
+        "backend": dict(backend),
+        "tools": {},
+    }
+    if main is not None and main.god is not None:
+        data["backend"].update(
+            tool=main.name,
+            action_argument=main.god.action_argument,
+            payload_argument=main.god.payload_argument or todo("the argument that carries an action's data"),
+        )
+        data["tools"].update(_god_tool_tools(main.god, noun))
+    for found in findings:
+        if found.safe_to_pass_through:
+            data["tools"][_slug(found.name)] = _passthrough(found, noun)
+    return data
+
+
+def header(server: str, findings: list[ToolFindings]) -> list[str]:
+    """The comment lines above the draft: how it was made and what it leaves out."""
+    lines = [
+        f"Drafted by `mcp-safety-gateway inspect` from {server}, by reading its tools/list only.",
+        "Replace every TODO (the gateway refuses a file that still has one), then run",
+        "`mcp-safety-gateway check --config THIS_FILE` against the server.",
+    ]
+    for found in findings:
+        if found.god is not None:
+            by_risk = {
+                risk: sorted(n for n, r in found.god.actions.items() if r == risk) for risk in ("write", "unknown")
+            }
+            if not found.god.actions:
+                lines.append(f"{found.name}: lists no actions; the tools below are a skeleton: name each action.")
+            if by_risk["write"]:
+                lines.append(f"{found.name}: not drafted (writes that destroy nothing): {', '.join(by_risk['write'])}")
+            if by_risk["unknown"]:
+                lines.append(f"{found.name}: not drafted (verb unknown, may write): {', '.join(by_risk['unknown'])}")
+        elif not found.safe_to_pass_through:
+            lines.append(f"{found.name}: hidden (hints left to the spec's defaults, or no outputSchema).")
+    if len([found for found in findings if found.god is not None]) > 1:
+        lines.append("Only the first god-tool is drafted; wrap another with a [backends.NAME] table of its own.")
+    return lines
+
+
+def to_draft_toml(data: dict[str, Any], comments: list[str]) -> str:
+    """TOML a person can edit: one table per tool, its target, inputs and fields as tables of their own."""
+    lines = [f"# {line}" for line in comments]
+    for section, body in data.items():
+        entries = body.items() if section in {"tools", "lookups", "backends"} else [(None, body)]
+        for name, entry in entries:
+            _table(lines, section if name is None else f"{section}.{_key(name)}", entry)
+    return "\n".join(lines) + "\n"
+
+
+def _god_tool_tools(god: GodTool, noun: str) -> dict[str, Any]:
+    if not god.actions:  # nothing names the actions: a skeleton whose actions are TODO too
+        name = f"change_{noun}"
+        return {
+            f"list_{_plural(noun)}": _read_tool(todo(f"the action that lists {_plural(noun)}"), noun),
+            f"preview_{name}": _preview_tool(todo("a destructive action"), None, noun),
+            name: _write_tool(todo("the destructive action to wrap"), f"preview_{name}", noun),
+        }
+    tools: dict[str, Any] = {}
+    reads = [name for name, risk in god.actions.items() if risk == "read"]
+    get = next((name for name in reads if _verbs(name) & GET_VERBS), None)
+    for action in reads:
+        if _verbs(action) & LIST_VERBS:
+            tools[_tool_name(action, noun, plural=True)] = _read_tool(action, noun)
+    for action, risk in god.actions.items():
+        if risk == "destructive":
+            name = _tool_name(action, noun)
+            tools[f"preview_{name}"] = _preview_tool(action, get, noun)
+            tools[name] = _write_tool(action, f"preview_{name}", noun)
+    return tools
+
+
+def _read_tool(action: str, noun: str) -> dict[str, Any]:
+    return {
+        "kind": "read",
+        "scopes": [f"{noun}:read"],
+        "description": todo(f"what the model reads: one bounded page of the {action!r} list"),
+        "call": {"action": action, "path": todo("where the list sits in the answer ('' when it is the answer)")},
+        "items_key": _plural(noun),
+        "sort_key": todo("a unique field of each item (its id)"),
+        "fields": todo('the output fields: NAME = { from = "PATH", schema = { type = "string" } }'),
+    }
+
+
+def _preview_tool(action: str, get: str | None, noun: str) -> dict[str, Any]:
+    return {
+        "kind": "preview",
+        "scopes": [f"{noun}:read"],
+        "description": todo(f"what the model reads: computes what {action!r} would do and returns a plan"),
+        "message": todo("the question the user confirms, with the effect in numbers, e.g. 'Reset {target_id}?'"),
+        "target": {
+            "noun": noun,
+            "get": {
+                "action": get or todo(f"the action that reads one {noun}"),
+                "payload": todo('the payload that names the target, e.g. { id = "{target_id}" }'),
+                "path": todo(f"where the {noun} sits in the answer ('' when it is the answer)"),
+            },
+            "id_field": todo(f"the path of the {noun}'s own id in what the read answers (plans and locks use it)"),
+            "version_field": todo(f"the path of the {noun}'s version (a plan is stale once it changes)"),
+            "not_found_text": todo(f"words of the error the server answers for an absent {noun}"),
+            "protected_field": todo(f"the path of a flag that is true on {noun}s never to change (or remove)"),
+        },
+        "inputs": todo('the arguments: NAME = { schema = { type = "string" } }, exactly one with target = true'),
+        "summary": todo("the numbers the user confirms: NAME = { target = PATH } or { lookup = NAME, key = INPUT }"),
+    }
+
+
+def _write_tool(action: str, preview: str, noun: str) -> dict[str, Any]:
+    return {
+        "kind": "write",
+        "scopes": [f"{noun}:write"],
+        "preview": preview,
+        "description": todo(f"what the model reads: applies a plan from {preview} ({action!r})"),
+        "call": {"action": action, "payload": todo('the payload, from the plan: { id = "{target_id}", ... }')},
+        "destructive": True,
+    }
+
+
+def _passthrough(found: ToolFindings, noun: str) -> dict[str, Any]:
+    hints = found.stated_hints
+    read_only = hints["readOnlyHint"]
+    entry: dict[str, Any] = {
+        "kind": "passthrough",
+        "scopes": [f"{noun}:read" if read_only else f"{noun}:write"],
+        "annotations": {
+            "read_only": read_only,
+            "destructive": hints["destructiveHint"],
+            "idempotent": hints["idempotentHint"],
+            "open_world": hints["openWorldHint"],
+        },
+    }
+    if _slug(found.name) != found.name:
+        entry["source"] = found.name
+    return entry
+
+
+def _table(lines: list[str], path: str, body: dict[str, Any]) -> None:
+    lines += ["", f"[{path}]"]
+    nested = []
+    for key, value in body.items():
+        if isinstance(value, dict) and key in SUBTABLES:
+            nested.append((key, value))
+        elif value is not None:
+            lines.append(f"{_key(key)} = {toml_value(value)}")
+    for key, value in nested:
+        _table(lines, f"{path}.{_key(key)}", value)
+
+
+def _key(key: str) -> str:
+    return key if BARE_KEY.match(key) else json.dumps(key)
+
+
+def _verbs(action: str) -> set[str]:
+    return set(re.split(r"[^a-z0-9]+", action.lower()))
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_").lower() or "server"
+
+
+def _noun(name: str) -> str:
+    """A guess at what a god-tool manages, from its name (``manage_tenant`` -> ``tenant``)."""
+    words = [word for word in _slug(name).split("_") if word not in {"manage", "admin", "handle", "tool", "do"}]
+    noun = words[-1] if words else "target"
+    noun = noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
+    return noun if re.match(r"^[a-z][a-z0-9_]{0,31}$", noun) else "target"
+
+
+def _tool_name(action: str, noun: str, *, plural: bool = False) -> str:
+    slug = _slug(action)
+    return slug if "_" in slug else f"{slug}_{_plural(noun) if plural else noun}"
+
+
+def _plural(noun: str) -> str:
+    return noun + "es" if noun.endswith(("s", "x", "ch", "sh")) else noun + "s"

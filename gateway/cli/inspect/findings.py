@@ -1,0 +1,151 @@
+"""What a server's tool definitions say, read from ``tools/list`` alone (no tool is called).
+
+For every tool: which hints it leaves to the MCP spec's defaults (and what a client then assumes), whether it
+has an ``outputSchema``, which arguments are free-form objects. For a god-tool (an argument that names an
+action, and actions of different risk in its enum or description): its actions, each classed by its verb as
+``read``, ``write``, ``destructive`` or ``unknown``. A verb the lists below do not know is ``unknown``: such an
+action is never drafted as a call, since it may change things.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as types
+
+from gateway.cli import actions
+from gateway.config import SPEC_DEFAULTS
+
+Risk = Literal["read", "write", "destructive", "unknown"]
+
+ACTION_ARGUMENTS = ("action", "command", "cmd", "op", "operation", "verb", "method", "task")
+READ_VERBS = {
+    "list", "get", "read", "show", "describe", "fetch", "search", "find", "query", "status", "view", "count",
+    "history", "info", "lookup", "check", "stat", "stats", "peek", "browse", "export",
+}  # fmt: skip
+WRITE_VERBS = {
+    "create", "add", "insert", "update", "set", "put", "patch", "rename", "enable", "disable", "apply",
+    "assign", "import", "upload", "move", "copy", "edit", "modify", "save", "write", "start", "stop", "run",
+}  # fmt: skip
+DESTRUCTIVE_VERBS = {
+    "delete", "drop", "wipe", "purge", "remove", "destroy", "truncate", "reset", "reseed", "restore", "clear",
+    "erase", "kill", "revoke", "overwrite", "replace", "rollback", "flush", "terminate", "evict",
+}  # fmt: skip
+HINT_NAMES = {
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+
+
+@dataclass(frozen=True)
+class GodTool:
+    """A tool that takes an action name and does many things, read and write."""
+
+    action_argument: str
+    payload_argument: str | None
+    actions: dict[str, Risk]
+    enumerated: bool
+    signals: list[str]
+
+
+@dataclass(frozen=True)
+class ToolFindings:
+    """One tool, as its definition describes it."""
+
+    name: str
+    implicit_hints: dict[str, bool] = field(default_factory=dict)
+    stated_hints: dict[str, bool] = field(default_factory=dict)
+    output_schema: bool = False
+    free_form: list[str] = field(default_factory=list)
+    god: GodTool | None = None
+
+    @property
+    def safe_to_pass_through(self) -> bool:
+        """Every hint stated and an outputSchema: an operator can publish it as it is (the gateway still confirms
+        a tool that is not read-only)."""
+        return not self.implicit_hints and self.output_schema and self.god is None
+
+
+def examine(tool: types.Tool) -> ToolFindings:
+    """The findings for one tool definition."""
+    stated = _stated_hints(tool.annotations)
+    implicit = {hint: default for hint, default in SPEC_DEFAULTS.items() if hint not in stated}
+    properties = tool.input_schema.get("properties", {})
+    free_form = [name for name, schema in properties.items() if _free_form(schema)]
+    return ToolFindings(
+        name=tool.name,
+        implicit_hints=implicit,
+        stated_hints=stated,
+        output_schema=tool.output_schema is not None,
+        free_form=free_form,
+        god=_god_tool(tool, properties, free_form),
+    )
+
+
+def risk_of(action: str) -> Risk:
+    """An action's risk by its verb: any destructive word wins, then write, then read."""
+    words = set(re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", action).lower()))
+    if words & DESTRUCTIVE_VERBS:
+        return "destructive"
+    if words & WRITE_VERBS:
+        return "write"
+    if words & READ_VERBS:
+        return "read"
+    return "unknown"
+
+
+def _stated_hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:
+    if annotations is None:
+        return {}
+    stated = {}
+    for hint, attribute in HINT_NAMES.items():
+        value = getattr(annotations, attribute)
+        if isinstance(value, bool):
+            stated[hint] = value
+    return stated
+
+
+def _free_form(schema: Any) -> bool:
+    """An object argument whose keys nobody declared (or one that also admits any extra key)."""
+    if not isinstance(schema, Mapping):
+        return False
+    options = [schema, *schema.get("anyOf", []), *schema.get("oneOf", [])]
+    return any(
+        isinstance(option, Mapping)
+        and option.get("type") == "object"
+        and (not option.get("properties") or option.get("additionalProperties", True) is not False)
+        for option in options
+    )
+
+
+def _god_tool(tool: types.Tool, properties: Mapping[str, Any], free_form: list[str]) -> GodTool | None:
+    argument = next((name for name in ACTION_ARGUMENTS if name in properties), None)
+    if argument is None:
+        return None
+    listed = actions.enumerated(tool.input_schema, argument)
+    names = listed if listed is not None else _listed_in_description(tool.description or "", argument)
+    risks = {name: risk_of(name) for name in names}
+    signals = [f"argument {argument!r} names an action"]
+    kinds = sorted({risk for risk in risks.values() if risk != "unknown"})
+    if len(kinds) > 1:
+        where = "enum" if listed is not None else "description"
+        signals.append(f"its {where} lists actions of different risk ({', '.join(kinds)})")
+    if free_form:
+        signals.append(f"free-form payload argument {free_form[0]!r}")
+    if len(signals) < 2:
+        return None  # one signal alone (say an 'op' string) is not enough to call it a god-tool
+    payload = next((name for name in free_form if name != argument), None)
+    return GodTool(argument, payload, risks, listed is not None, signals)
+
+
+def _listed_in_description(description: str, argument: str) -> list[str]:
+    """Actions a description lists after the argument's name: ``action: list | get | reseed``."""
+    match = re.search(rf"\b{re.escape(argument)}\s*[:=]\s*([\w.\-]+(?:\s*[|,/]\s*[\w.\-]+)+)", description)
+    if match is None:
+        return []
+    return [name.strip(".") for name in re.split(r"\s*[|,/]\s*", match.group(1)) if name.strip(".")]

@@ -1,0 +1,410 @@
+"""``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit,
+inspect a server and draft its config.
+
+Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
+``check``, ``audit``, ``call`` and ``inspect`` never do. Each subcommand imports what it needs when it runs,
+so ``--help`` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import socket
+
+    from gateway.config import GatewayConfig
+    from gateway.runtime import Gateway
+
+DEFAULT_URL = "http://127.0.0.1:8080/mcp"
+BUILT_IN = "the built-in demo config; state in the platform state dir"
+
+log = logging.getLogger("gateway")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = argparse.ArgumentParser(prog="mcp-safety-gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gateway (HTTP on 127.0.0.1:8080/mcp, or --stdio)")
+    serve.add_argument(
+        "--config", help=f"TOML file; relative paths in it are taken from its folder (default: {BUILT_IN})"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
+    serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
+    serve.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
+    )
+    serve.add_argument(
+        "--insecure-listen-without-auth",
+        action="store_true",
+        help="with no [auth] verifier, still start when others could reach the gateway: a non-loopback --host, "
+        "[http] settings that admit other hosts or origins, requests relayed by a proxy (anyone who can reach it "
+        "can write)",
+    )
+    init = commands.add_parser("init", help="write a commented config to edit: DIR/gateway.toml")
+    init.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where to write it (default: %(default)s)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing DIR/gateway.toml")
+    check = commands.add_parser("check", help="validate a config against its backend and print the tools")
+    check.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
+    check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    check.add_argument(
+        "--probe-actions",
+        action="store_true",
+        help="when the god-tool's schema does not list its actions, call it once with an action that cannot exist "
+        "and look for the write actions in its refusal",
+    )
+    check.add_argument(
+        "--explain",
+        nargs="+",
+        metavar="WORD",
+        help="WRITE_TOOL TARGET [key=value ...]: which approval rule a plan for that target would hit",
+    )
+    call = commands.add_parser("call", help="call one tool on a running gateway and answer its prompts here")
+    call.add_argument("tool")
+    call.add_argument(
+        "arguments", nargs="*", metavar="key=value|key:=json", help="typed by the tool's inputSchema; := sends JSON"
+    )
+    call.add_argument("--json", action="store_true", help="print the raw JSON answer")
+    call.add_argument(
+        "--answers-from-stdin",
+        action="store_true",
+        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: refuse)",
+    )
+    tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
+    tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
+    for sub in (call, tools):
+        sub.add_argument("--url", default=DEFAULT_URL, help="the gateway's MCP endpoint (default: %(default)s)")
+        sub.add_argument(
+            "--token-env", default="GATEWAY_TOKEN", help="env var holding a bearer token (default: %(default)s)"
+        )
+    audit = commands.add_parser("audit", help="read or verify the audit trail in the configured store")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
+    listing = audit_commands.add_parser("list", help="the entries, oldest first")
+    listing.add_argument("--tenant", help="only this target id")
+    listing.add_argument("--caller", help="only this caller")
+    listing.add_argument("--since", help="only entries at or after this UTC time (2026-12-02T18:00:00Z)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    verify = audit_commands.add_parser("verify", help="check the keyed chain: edits, deletions, reordering")
+    verify.add_argument("--head", help="also check the chain still holds this SEQ:HASH (from `audit head`)")
+    verify.add_argument(
+        "--unkeyed-through",
+        type=int,
+        default=0,
+        metavar="SEQ",
+        help="accept unkeyed entries up to SEQ: those sealed before an upgrade keyed the chain",
+    )
+    head = audit_commands.add_parser("head", help="print the newest entry as SEQ:HASH, to keep outside the store")
+    trim = audit_commands.add_parser("trim", help="delete entries older than a time, leaving a checkpoint")
+    trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
+    for sub in (listing, verify, head, trim):
+        sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
+    inspecting = commands.add_parser(
+        "inspect", help="read any MCP server's tools (initialize and tools/list only), report, and draft a config"
+    )
+    where = inspecting.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--command", dest="server_command", help='a stdio server\'s command line, e.g. "python -m my_server --stdio"'
+    )
+    where.add_argument("--url", help="a streamable-HTTP server's MCP endpoint")
+    inspecting.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="for this connection only"
+    )
+    inspecting.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="NAME=ENV_VAR",
+        help="a header whose value is in an environment variable (the draft keeps the variable's name)",
+    )
+    inspecting.add_argument("--draft", metavar="FILE", help="write a draft config with TODOs to FILE")
+    inspecting.add_argument("--json", action="store_true", help="print the findings as JSON")
+    inspecting.add_argument("--timeout", type=float, default=60.0, help="seconds to connect and read (default 60)")
+    approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
+    approvals.add_argument("action", choices=["list", "approve", "reject"])
+    approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
+    approvals.add_argument(
+        "--url", default=DEFAULT_URL.removesuffix("/mcp"), help="the gateway's base URL (default: %(default)s)"
+    )
+    approvals.add_argument(
+        "--token-env",
+        default="GATEWAY_APPROVER_TOKEN",
+        help="env var holding your approver token (default: %(default)s)",
+    )
+    approvals.add_argument("--json", action="store_true", help="one JSON object per line")
+    args = parser.parse_args(argv)
+    if args.command == "approvals" and args.action != "list" and not args.ids:
+        parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+    try:
+        return run(args)
+    except BrokenPipeError:
+        # The reader went away (`audit list | head`): stop quietly, and keep Python's exit-time flush quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand."""
+    if args.command == "inspect":
+        return run_inspect(args)
+    if args.command == "approvals":
+        from gateway.cli import approvals
+
+        return approvals.run(args.url, args.action, args.ids, args.token_env, args.json)
+    if args.command in ("call", "tools"):
+        from gateway.cli.call import terminal
+
+        if args.command == "tools":
+            return terminal.run_tools(args.url, args.token_env, args.json)
+        return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json, args.answers_from_stdin)
+    if args.command == "init":
+        return run_init(Path(args.dir), args.force)
+
+    import anyio
+
+    from gateway.config import ConfigError, load_config
+    from gateway.observability import logs
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
+    if args.command in ("check", "serve"):
+        refusal = lease_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
+    if args.command == "check":
+        logs.configure("error", "text")
+        return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions)
+    if args.command == "audit":
+        logs.configure("error", "text")
+        return anyio.run(run_audit, config, args)
+    logs.configure(args.log_level or config.logging.level, config.logging.format)
+    from gateway.audit.sinks import SinkError
+    from gateway.errors import StoreInUse
+    from gateway.observability import tracing
+
+    flush_traces = tracing.configure(config.gateway.name)
+    try:
+        return serve(args, config)
+    except (SinkError, StoreInUse) as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if flush_traces is not None:
+            flush_traces()
+
+
+def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
+    """The ``serve`` subcommand, over stdio or HTTP."""
+    import anyio
+
+    if args.stdio:
+        refusal = stdio_refusal(config)
+        if refusal is not None:
+            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+            return 2
+        log_where_state_lives(config)
+        anyio.run(serve_stdio, config)
+        return 0
+    insecure = args.insecure_listen_without_auth
+    refusal = bind_refusal(args.host, config, insecure)
+    if refusal is not None:
+        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+        return 2
+    from gateway.http.listen import ListenError, bound_socket
+
+    try:
+        sock = bound_socket(args.host, args.port)
+    except ListenError as exc:
+        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
+        return 1
+    log_where_state_lives(config)
+    anyio.run(serve_http, config, sock, args.host, args.port, insecure)
+    return 0
+
+
+def run_init(directory: Path, force: bool) -> int:
+    """The ``init`` subcommand."""
+    from gateway.cli.init import InitError, write_config
+
+    try:
+        target = write_config(directory, force=force)
+    except InitError as exc:
+        print(f"mcp-safety-gateway init: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {target}; edit it, then: mcp-safety-gateway serve --config {target}")
+    return 0
+
+
+def log_where_state_lives(config: GatewayConfig) -> None:
+    """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
+    from gateway.config.paths import where_state_lives
+    from gateway.identity.secrets import ENV_VAR
+
+    log.info(where_state_lives(config.gateway, bool(os.environ.get(ENV_VAR, "").strip())))
+
+
+def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
+    """Why an unauthenticated gateway will not start on ``host`` with this config (one line per reason naming
+    the flag or key), or None when it may."""
+    from gateway.http.edge import exposure
+
+    reasons = exposure(config, host)
+    if not reasons:
+        return None
+    if insecure:
+        for reason in reasons:
+            log.warning("NO AUTHENTICATION, YET REACHABLE BEYOND THIS MACHINE: %s; anyone can reset tenants", reason)
+        return None
+    why = "; ".join(reasons)
+    return (
+        f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
+        f"answers its own machine, but {why}. Configure a verifier, or pass --insecure-listen-without-auth."
+    )
+
+
+def stdio_refusal(config: GatewayConfig) -> str | None:
+    """Why the gateway will not serve over stdio with this config, or None."""
+    from gateway.config import WriteTool
+
+    url_tools = [name for name, tool in config.tools.items() if isinstance(tool, WriteTool) and "url" in tool.modes()]
+    if url_tools and config.approvals.public_url is None:
+        return (
+            f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and over "
+            "stdio this process serves no approval page: set approvals.public_url to the address of a gateway that "
+            "serves it over HTTP on the same store"
+        )
+    return None
+
+
+def lease_refusal(config: GatewayConfig) -> str | None:
+    """Why a Redis store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
+    None."""
+    from gateway.config import PassthroughTool, WriteTool
+    from gateway.stores.redis_url import lease_refusal
+
+    timeouts = {}
+    for name, section in config.backend_sections().items():
+        table = "backend" if section is config.backend else f"backends.{name}"
+        timeouts[f"{table}.call_timeout_seconds"] = section.call_timeout_seconds
+    for name, tool in config.tools.items():
+        if isinstance(tool, WriteTool) and tool.call.timeout_seconds is not None:
+            timeouts[f"tools.{name}.call.timeout_seconds"] = tool.call.timeout_seconds
+        if isinstance(tool, PassthroughTool) and tool.writes and tool.timeout_seconds is not None:
+            timeouts[f"tools.{name}.timeout_seconds"] = tool.timeout_seconds
+    return lease_refusal(config.gateway.store, timeouts)
+
+
+async def run_check(
+    config: GatewayConfig, schemas: bool, explain: list[str] | None = None, probe_actions: bool = False
+) -> int:
+    """The ``check`` subcommand."""
+    from gateway.cli.check import check
+
+    return await check(config, print, schemas=schemas, explain=explain, probe_actions=probe_actions)
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """The ``inspect`` subcommand."""
+    import shlex
+
+    from gateway.cli.inspect.probe import Server, inspect
+    from gateway.observability import logs
+
+    logs.configure("error", "text")
+    try:
+        headers = dict(_pair(text, ":") for text in args.header)
+        from_env = dict(_pair(text, "=") for text in args.header_env)
+        command = shlex.split(args.server_command) if args.server_command else []
+    except ValueError as exc:
+        print(f"mcp-safety-gateway inspect: {exc}", file=sys.stderr)
+        return 2
+    server = Server(command=command, url=args.url, headers=headers, headers_from_env=from_env)
+    draft_to = Path(args.draft) if args.draft else None
+    return inspect(server, print, draft_to=draft_to, as_json=args.json, seconds=args.timeout)
+
+
+def _pair(text: str, separator: str) -> tuple[str, str]:
+    name, found, value = text.partition(separator)
+    if not found or not name.strip():
+        raise ValueError(f"{text!r} is not NAME{separator}VALUE")
+    return name.strip(), value.strip()
+
+
+async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
+    """The ``audit`` subcommands (gateway.cli.audit)."""
+    from gateway.cli.audit import run
+
+    return await run(config, args)
+
+
+def serving(how: str) -> str:
+    """This ``serve`` process, as a second one on the same SQLite store is told (gateway/stores/serving.py)."""
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"mcp-safety-gateway serve (pid {os.getpid()}, {how}, started {started})"
+
+
+async def recover(gw: Gateway) -> None:
+    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry.
+    It runs once the store is this process's (open_gateway's ``serving``)."""
+    from gateway.audit.trail import recover
+
+    await recover(gw.store, gw.clock())
+
+
+async def serve_stdio(config: GatewayConfig) -> None:
+    """Serve one MCP connection on stdin/stdout."""
+    from mcp.server.stdio import stdio_server
+
+    from gateway.mcp.server import build_server
+    from gateway.runtime import open_gateway
+
+    async with open_gateway(config, serving=serving("over stdio")) as gw:
+        await recover(gw)
+        server = build_server(gw)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool = False) -> None:
+    """Serve streamable HTTP on an already bound socket until interrupted."""
+    import uvicorn
+
+    from gateway.config.loopback import is_loopback
+    from gateway.http.app import build_app
+    from gateway.runtime import open_gateway
+
+    async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
+        await recover(gw)
+        if is_loopback(host):
+            gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        app = build_app(gw, insecure_without_auth=insecure)
+        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
+        log.info("gateway listening on http://%s:%d/mcp", host, port)
+        stop_quietly_on_sigterm()
+        await uv.serve(sockets=[sock])
+
+
+def stop_quietly_on_sigterm() -> None:
+    """Let a SIGTERM end ``serve`` through its closing steps (refusal counts stored, the store closed).
+
+    uvicorn stops on the signal and then raises it again for the handler that was there before; with the
+    default handler that kills the process before open_gateway's ``finally`` runs. Once uvicorn is done,
+    this handler only lets the function return."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""The approval page: people sign in and approve or reject writes that wait for them (``confirm = "url"``).
+
+    session    the approver's signed-in session: a signed ``__Host-`` cookie with a CSRF token
+    login      signing approvers in: OAuth 2.1 authorization code + PKCE against the identity provider, or an
+               approver token from the config
+    routes     /approvals (the list), /approvals/{id} (one write, Approve / Reject), login, logout, the JSON API
+    templates  server-rendered HTML (Jinja2, autoescaped, no JavaScript)
+
+Mounted by gateway.http.app only where approvals are configured; the approval's lifecycle is gateway.approvals.
+"""

@@ -1,0 +1,422 @@
+"""The approval page: server-rendered HTML, no JavaScript.
+
+    GET  /approvals              the open approvals (signed in), each with a box to select it
+    POST /approvals              a batch decision on the selected ones (each its own decision and audit entry)
+    GET  /approvals/{id}         one write's facts in the gateway's own words, with Approve / Reject
+    POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin
+    GET  /approvals/api/open     the same list as JSON, for ``mcp-safety-gateway approvals`` (approver token)
+    POST /approvals/api/{id}     a decision as JSON ``{"decision"}`` (approver token; no cookies, so no CSRF)
+    GET  /approvals/login        approver token form, or off to the identity provider
+    POST /approvals/login        an approver token
+    GET  /approvals/callback     back from the identity provider
+    POST /approvals/logout
+
+Every answer is ``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and
+forms (``frame-ancestors 'none'``: no other page can frame it and trick a click). Every value that came from the
+backend or the caller is HTML-escaped by the templates and shown quoted, with invisible characters spelled out
+(gateway/text.py). A decision is stored with a compare-and-set on the approval's revision, so two approvers
+deciding at once on two replicas both count (or one is refused by the rules), never lost.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from gateway.approvals.lifecycle import (
+    DecisionRefused,
+    Refused,
+    State,
+    approval_facts,
+    approved_by,
+    decide,
+    may_decide,
+    state,
+)
+from gateway.audit import trail
+from gateway.errors import StoreUnavailable
+from gateway.http.page.login import Approver, LoginFailed, OidcClient, token_approver
+from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Session, Sessions, Signer
+from gateway.identity.principal import readable
+from gateway.records import Approval, AuditEntry
+from gateway.runtime import Gateway
+from gateway.text import quoted, rfc3339, shown
+
+log = logging.getLogger(__name__)
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # no-referrer would make the browser send Origin: null on our own POSTs
+    "X-Frame-Options": "DENY",
+}
+REFUSALS = {
+    Refused.EXPIRED: "This approval has expired; nothing was recorded.",
+    Refused.SETTLED: "This write was already decided; your answer was not recorded.",
+    Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
+    Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the list."""
+
+    approval: Approval
+    state: str
+    own: bool
+
+
+def approval_routes(gw: Gateway) -> list[Route]:
+    """The page's routes over a running gateway."""
+    return ApprovalPage(gw).routes()
+
+
+class ApprovalPage:
+    """The page's handlers, sharing the templates, the session signer and the login client."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        config = gw.config.approvals
+        self.sessions = Sessions(gw.keys, config.session_seconds)
+        self.login_state = Signer(gw.keys, "login")
+        self.oidc: OidcClient | None = None
+        issuer = gw.config.oidc_issuer()
+        if config.login == "oidc" and config.oidc is not None and issuer is not None:
+            self.oidc = OidcClient(config.oidc, issuer, f"{gw.approvals_url}/approvals/callback")
+        self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
+        self.templates.filters.update(
+            quoted=quoted, shown=shown, when=rfc3339, quoted_value=_quoted_value, caller=_caller
+        )
+
+    def routes(self) -> list[Route]:
+        """Every route of the page."""
+        return [
+            Route("/approvals", self.listing, methods=["GET"]),
+            Route("/approvals", self.batch, methods=["POST"]),
+            Route("/approvals/api/open", self.api_open, methods=["GET"]),
+            Route("/approvals/api/{approval_id}", self.api_decision, methods=["POST"]),
+            Route("/approvals/page.css", self.stylesheet, methods=["GET"]),
+            Route("/approvals/login", self.login_form, methods=["GET"]),
+            Route("/approvals/login", self.login_with_token, methods=["POST"]),
+            Route("/approvals/callback", self.callback, methods=["GET"]),
+            Route("/approvals/logout", self.logout, methods=["POST"]),
+            Route("/approvals/{approval_id}", self.detail, methods=["GET"]),
+            Route("/approvals/{approval_id}", self.decision, methods=["POST"]),
+        ]
+
+    async def listing(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None:
+            return self._to_login("/approvals")
+        return self._render("list.html", session, rows=await self._rows(session.person), results=None)
+
+    async def batch(self, request: Request) -> Response:
+        """Several selected approvals decided in one step; each is still its own decision and audit entry."""
+        session = self._session(request)
+        form = await request.form()
+        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
+            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        verdict = form.get("decision")
+        chosen = [value for value in form.getlist("approval") if isinstance(value, str)]
+        if verdict not in ("approve", "reject") or not chosen:
+            return self._message(session, "Nothing decided", "Select approvals, then Approve or Reject.", 400)
+        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
+        results = []
+        for approval_id in dict.fromkeys(chosen):
+            try:
+                approval, refused = await self._decide(approval_id, session, answer)
+            except StoreUnavailable:
+                return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+            outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
+            results.append((approval_id, outcome))
+        return self._render("list.html", session, rows=await self._rows(session.person), results=results)
+
+    async def api_open(self, request: Request) -> Response:
+        approver = self._bearer(request)
+        if approver is None:
+            return _unauthorized()
+        now = self.gw.clock()
+        rows = await self._rows(approver.person)
+        return JSONResponse({"approvals": [self._json(row.approval, now, approver.person) for row in rows]})
+
+    async def api_decision(self, request: Request) -> Response:
+        approver = self._bearer(request)
+        if approver is None:
+            return _unauthorized()
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        verdict = body.get("decision") if isinstance(body, dict) else None
+        if verdict not in ("approve", "reject"):
+            return JSONResponse({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, status_code=400)
+        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
+        session = Session(approver.person, approver.name, "", 0.0)
+        approval, refused = await self._decide(request.path_params["approval_id"], session, answer)
+        if approval is None:
+            return JSONResponse({"error": "no such approval"}, status_code=404)
+        now = self.gw.clock()
+        found = await self.gw.store.get_approval(approval.approval_id) or approval
+        return JSONResponse(
+            {**self._json(found, now, approver.person), "refused": refused.value if refused else None},
+            status_code=409 if refused else 200,
+        )
+
+    async def detail(self, request: Request) -> Response:
+        session = self._session(request)
+        approval_id = request.path_params["approval_id"]
+        if session is None:
+            return self._to_login(f"/approvals/{quote(approval_id, safe='')}")
+        approval = await self.gw.store.get_approval(approval_id)
+        if approval is None:
+            return self._message(session, "No such approval", "There is no approval by that id.", 404)
+        notice = request.query_params.get("notice")
+        return self._detail(session, approval, REFUSALS.get(Refused(notice)) if notice in set(Refused) else None)
+
+    async def decision(self, request: Request) -> Response:
+        session = self._session(request)
+        form = await request.form()
+        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
+            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        verdict = form.get("decision")
+        if verdict not in ("approve", "reject"):
+            return self._message(session, "Refused", "Choose Approve or Reject.", 400)
+        approval_id = request.path_params["approval_id"]
+        try:
+            approval, refused = await self._decide(
+                approval_id, session, "approve" if verdict == "approve" else "reject"
+            )
+        except StoreUnavailable:
+            return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+        if approval is None:
+            return self._message(session, "No such approval", "There is no approval by that id.", 404)
+        suffix = f"?notice={refused.value}" if refused is not None else ""
+        return self._redirect(f"/approvals/{quote(approval_id, safe='')}{suffix}")
+
+    async def login_form(self, request: Request) -> Response:
+        target = _safe_next(request.query_params.get("next"))
+        if self.oidc is not None:
+            try:
+                location, kept = await self.oidc.start()
+            except LoginFailed as exc:
+                log.warning("approver login could not start: %s", exc)
+                return self._message(None, "Sign-in unavailable", "The identity provider cannot be reached.", 503)
+            redirect = self._redirect(location)
+            self._set_login_state(redirect, {**kept, "next": target})
+            return redirect
+        csrf = secrets.token_urlsafe(24)
+        form = self._render("login.html", None, csrf=csrf, next=target, notice=None)
+        self._set_login_state(form, {"csrf": csrf, "next": target})
+        return form
+
+    async def login_with_token(self, request: Request) -> Response:
+        kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
+        form = await request.form()
+        if kept is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), kept.get("csrf")):
+            return self._message(None, "Refused", "This form did not come from the sign-in page.", 403)
+        token = form.get("token")
+        approver = token_approver(self.gw.config.approvals.tokens, token) if isinstance(token, str) else None
+        if approver is None:
+            csrf = secrets.token_urlsafe(24)
+            response = self._render(
+                "login.html", None, csrf=csrf, next=kept.get("next", "/approvals"), notice="That token is not valid."
+            )
+            self._set_login_state(response, {"csrf": csrf, "next": kept.get("next", "/approvals")})
+            response.status_code = 401
+            return response
+        return self._signed_in(approver, _safe_next(kept.get("next")))
+
+    async def callback(self, request: Request) -> Response:
+        kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
+        code, state_param = request.query_params.get("code"), request.query_params.get("state")
+        if self.oidc is None or kept is None or not code or not state_param:
+            return self._message(None, "Sign-in failed", "Start again from the approval link.", 400)
+        try:
+            approver = await self.oidc.finish(code, state_param, kept)
+        except LoginFailed as exc:
+            log.warning("approver login refused: %s", exc)
+            return self._message(None, "Sign-in failed", "The identity provider's answer did not hold.", 401)
+        return self._signed_in(approver, _safe_next(kept.get("next")))
+
+    async def logout(self, request: Request) -> Response:
+        session = self._session(request)
+        form = await request.form()
+        if session is not None and self._same_origin(request) and _token_matches(form.get("csrf"), session.csrf):
+            response = self._message(None, "Signed out", "You are signed out.", 200)
+            response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+            return response
+        return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+
+    async def stylesheet(self, request: Request) -> Response:
+        css = (TEMPLATES / "page.css").read_text()
+        return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=300"})
+
+    async def _decide(
+        self, approval_id: str, session: Session, verdict: Literal["approve", "reject"]
+    ) -> tuple[Approval | None, Refused | None]:
+        """Record one decision with a compare-and-set, retrying when another decision landed first."""
+        for _ in range(8):
+            current = await self.gw.store.get_approval(approval_id)
+            if current is None:
+                return None, None
+            now = self.gw.clock()
+            try:
+                changed = decide(current, session.person, session.name, verdict, now)
+            except DecisionRefused as refused:
+                return current, refused.reason
+            if changed is current:
+                return current, None  # the same answer again: nothing to store
+            if await self.gw.store.replace_approval(changed):
+                await self._audit(changed, session, verdict, now)
+                settled = state(changed, now)
+                if settled in (State.APPROVED, State.REJECTED):
+                    self.gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
+                return changed, None
+        raise StoreUnavailable("the approval kept changing under this decision")
+
+    async def _audit(self, approval: Approval, session: Session, verdict: str, now: float) -> None:
+        entry = AuditEntry(
+            at=now,
+            caller=approval.caller,
+            tool=approval.tool,
+            outcome="approval",
+            plan_id=approval.plan_id,
+            target=approval.target,
+            version_before=approval.version,
+            confirmation=verdict,
+            extra={"mode": "url", "approver": session.name, "approval": approval.approval_id},
+        )
+        await trail.append(self.gw.store, entry)
+
+    def _detail(self, session: Session, approval: Approval, notice: str | None) -> Response:
+        now = self.gw.clock()
+        current = state(approval, now)
+        own = not may_decide(approval, session.person)
+        decided = any(decision.approver == session.person for decision in approval.decisions)
+        return self._render(
+            "detail.html",
+            session,
+            approval=approval,
+            approved=approved_by(approval),
+            state=current.value,
+            own=own,
+            can_decide=current is State.PENDING and not own and not decided,
+            notice=notice,
+            notice_kind="refused" if notice else "",
+        )
+
+    async def _rows(self, person: str) -> list[Row]:
+        now = self.gw.clock()
+        approvals = await self.gw.store.open_approvals(now)
+        return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
+
+    def _json(self, approval: Approval, now: float, person: str) -> dict[str, Any]:
+        url = f"{self.gw.approvals_url}/approvals/{approval.approval_id}"
+        return {
+            **approval_facts(approval, url),
+            "state": state(approval, now).value,
+            "approvedBy": approved_by(approval),
+            "yours": not may_decide(approval, person),
+        }
+
+    def _bearer(self, request: Request) -> Approver | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return token_approver(self.gw.config.approvals.tokens, token.strip())
+
+    def _signed_in(self, approver: Approver, target: str) -> Response:
+        _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock())
+        response = self._redirect(target)
+        response.set_cookie(
+            SESSION_COOKIE,
+            cookie,
+            max_age=int(self.gw.config.approvals.session_seconds),
+            path="/",
+            secure=True,
+            httponly=True,
+            samesite="lax",
+        )
+        response.delete_cookie(LOGIN_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+        return response
+
+    def _set_login_state(self, response: Response, data: dict[str, Any]) -> None:
+        value = self.login_state.sign({**data, "exp": self.gw.clock() + LOGIN_SECONDS})
+        response.set_cookie(
+            LOGIN_COOKIE, value, max_age=LOGIN_SECONDS, path="/", secure=True, httponly=True, samesite="lax"
+        )
+
+    def _session(self, request: Request) -> Session | None:
+        return self.sessions.read(request.cookies.get(SESSION_COOKIE), self.gw.clock())
+
+    def _same_origin(self, request: Request) -> bool:
+        """A POST from a page of another origin is refused (the CSRF token is the main guard; this is a second)."""
+        origin = request.headers.get("origin")
+        if origin is None or origin == "null":
+            return origin is None
+        base = self.gw.approvals_url
+        return base is not None and _origin(origin) == _origin(base)
+
+    def _render(self, template: str, session: Session | None, **values: Any) -> HTMLResponse:
+        html = self.templates.get_template(template).render(
+            gateway_name=self.gw.config.gateway.name, session=session, **values
+        )
+        return HTMLResponse(html, headers=HEADERS)
+
+    def _message(self, session: Session | None, title: str, text: str, status: int) -> HTMLResponse:
+        response = self._render("message.html", session, title=title, text=text)
+        response.status_code = status
+        return response
+
+    def _redirect(self, location: str) -> RedirectResponse:
+        return RedirectResponse(location, status_code=303, headers=HEADERS)
+
+    def _to_login(self, target: str) -> RedirectResponse:
+        return self._redirect(f"/approvals/login?next={quote(target, safe='/')}")
+
+
+def _unauthorized() -> JSONResponse:
+    return JSONResponse(
+        {"error": "send an approver token: Authorization: Bearer <token>"},
+        status_code=401,
+        headers={**HEADERS, "WWW-Authenticate": "Bearer"},
+    )
+
+
+def _token_matches(sent: Any, expected: Any) -> bool:
+    return isinstance(sent, str) and isinstance(expected, str) and hmac.compare_digest(sent, expected)
+
+
+def _safe_next(target: Any) -> str:
+    """Only a path of this page is a place to return to after signing in (no open redirect)."""
+    if isinstance(target, str) and target.startswith("/approvals") and "//" not in target and "\\" not in target:
+        return target
+    return "/approvals"
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
+
+def _caller(caller: str) -> str:
+    """A caller as a person reads it (client/subject and issuer), quoted."""
+    return quoted(readable(caller))
+
+
+def _quoted_value(value: Any) -> str:
+    return quoted(value) if isinstance(value, str) else shown(value)

@@ -1,0 +1,110 @@
+"""Who is calling and what they may do: the verified token over HTTP, the configured caller otherwise.
+
+Without a token (stdio, or HTTP with no verifier configured, which only listens on loopback) the caller is the
+configured local name and holds every scope. With a token it is the token's (issuer, client, subject), encoded by
+gateway.identity.principal; this is the one place that builds it.
+
+A tool the caller may not use is hidden from ``tools/list`` and answers exactly like an unknown tool, unless the
+operator keeps it visible; then it answers ``forbidden``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import principal_components
+from mcp.shared.exceptions import MCPError
+
+from gateway.config import GatewayConfig
+from gateway.errors import Code, ToolError
+from gateway.identity.principal import Principal, encode
+
+
+def current_principal() -> Principal | None:
+    """The verified token's (issuer, client, subject), or None without a token."""
+    token = get_access_token()
+    if token is None:
+        return None
+    # The SDK's own principal (session ownership, requestState binding) is made of the same three parts.
+    client, issuer, subject = principal_components(token)
+    return Principal(issuer=issuer, client=client, subject=subject)
+
+
+def current_caller(default: str) -> str:
+    """The caller id that plans, idempotency keys, rate-limit buckets, sessions and the audit are bound to."""
+    principal = current_principal()
+    return default if principal is None else encode(principal)
+
+
+def current_person() -> str | None:
+    """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
+
+    Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
+    principal = current_principal()
+    if principal is None:
+        return None
+    return person_id(principal.issuer or STATIC_ISSUER, principal.subject or principal.client)
+
+
+def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
+    """Who is calling, as approval rules read it: id, client, subject, issuer and scopes."""
+    principal = current_principal()
+    if principal is None:
+        everything = sorted({scope for name in config.tools for scope in config.scopes_of(name)})
+        return {"id": default, "client": default, "subject": default, "issuer": STATIC_ISSUER, "scopes": everything}
+    return {
+        "id": encode(principal),
+        "client": principal.client,
+        "subject": principal.subject or principal.client,
+        "issuer": principal.issuer or STATIC_ISSUER,
+        "scopes": sorted(current_scopes() or ()),
+    }
+
+
+STATIC_ISSUER = "static"
+"""The issuer of people known from the config (static bearer tokens, approver tokens)."""
+
+
+def person_id(issuer: str, subject: str) -> str:
+    """One unambiguous string for (issuer, subject)."""
+    return json.dumps([issuer, subject], separators=(",", ":"))
+
+
+def current_scopes() -> set[str] | None:
+    """The caller's scopes, or None when no token is in play (every scope)."""
+    token = get_access_token()
+    return None if token is None else set(token.scopes)
+
+
+def missing_scopes(config: GatewayConfig, tool: str, scopes: set[str] | None) -> list[str]:
+    """The scopes the caller lacks for a tool."""
+    if scopes is None:
+        return []
+    return [scope for scope in config.scopes_of(tool) if scope not in scopes]
+
+
+def is_visible(config: GatewayConfig, tool: str, scopes: set[str] | None) -> bool:
+    """Whether a tool appears to this caller at all."""
+    return not missing_scopes(config, tool, scopes) or not config.tools[tool].hidden_when_unauthorized
+
+
+def unknown_tool(name: str) -> MCPError:
+    """The JSON-RPC error for a tool that does not exist, or that this caller may not know exists."""
+    return MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name[:64]}")
+
+
+def authorize(config: GatewayConfig, tool: str, scopes: set[str] | None) -> None:
+    """Let the call through, answer as if the tool did not exist, or refuse with forbidden."""
+    missing = missing_scopes(config, tool, scopes)
+    if not missing:
+        return
+    if config.tools[tool].hidden_when_unauthorized:
+        raise unknown_tool(tool)
+    raise ToolError(
+        Code.FORBIDDEN,
+        f"This caller lacks the scope {missing[0]!r} that {tool} needs. Nothing was changed.",
+        details={"missingScopes": missing},
+    )

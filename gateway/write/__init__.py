@@ -1,0 +1,11 @@
+"""The destructive-write pipeline, the product: preview's plan -> ask -> lock -> claim -> send -> settle.
+
+    steps        the write's decisions, pure (the step table is at its top); loads no I/O stack
+    planned      a planned write: the I/O of each step, in order
+    outcome      an outcome and its one audit entry, kept until a store can take it
+    progress     progress notifications to a client that asked for them
+    ask/         asking: a form in both protocol eras (``form``), or people on the approval page (``page``)
+
+Imported by the tools (gateway.tools) and the MCP surface; imports stores, audit, approvals, backend, catalog,
+config and identity, never the surface above it.
+"""

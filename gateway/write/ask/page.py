@@ -1,0 +1,219 @@
+"""Step 7 of a url-mode write: people approve it on the gateway's page; the client only carries the link.
+
+    approval     made on first ask, bound to the plan (gateway/approvals/lifecycle.py), kept in the store
+    approved     the write goes on (step 8)
+    rejected     not_confirmed, and every later call with this plan too (Reject ends the plan)
+    pending      a client that declared url elicitation is sent the link and the call waits:
+                   2025-11-25  elicitation/create (mode url) pushed; the call waits for the decision up to the
+                               prompt timeout, then notifications/elicitation/complete
+                   2026-07-28  InputRequiredResult carrying the url elicitation; each retry waits a while for
+                               the decision and, still pending, answers InputRequiredResult with state only
+                               (the client retries at once); the whole wait is bounded by the prompt timeout
+                 any other client (form only, or no elicitation at all) gets approval_pending with the link;
+                 a retry with the same key goes on once the approval is given
+
+Nothing the client answers counts as a yes: the decision is read from the store, where only the page writes it.
+The 2026 ``requestState`` carries when the first ask happened, so the wait stays bounded across retries; it is
+sealed by the SDK boundary and bound to this caller, plan and key, and replaying it can only make the gateway
+look at the store again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp.shared.exceptions import NoBackChannelError
+from mcp_types.version import is_version_at_least
+
+from gateway.approvals.lifecycle import State, approval_id_for, binds, new_approval, state
+from gateway.errors import Code, ToolError
+from gateway.records import Approval, Plan
+from gateway.stores import Store
+from gateway.text import rfc3339
+from gateway.write.ask.form import STATELESS_ERA
+
+ANSWER_KEY = "approve"
+POLL_SECONDS = 0.5
+"""How often a waiting call looks at the store for the decision."""
+RETRY_ROUNDS = 8
+"""A 2026 wait is split in this many holds (the SDK client gives up after 10 InputRequiredResult rounds)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the approval is for and how to ask: the plan, who asks, the question, where the page is."""
+
+    plan: Plan
+    caller_person: str | None
+    key: str
+    message: str
+    page_url: str | None
+    approvers: int
+    four_eyes: bool
+    timeout: float
+    rule: str | None = None
+    announce: Callable[[Approval, str], None] | None = None
+    """Told about a new approval and its link (the rule's webhook), without waiting."""
+
+
+async def approve(
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    request: Request,
+    store: Store,
+    clock: Any,
+) -> Approval | types.InputRequiredResult:
+    """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise."""
+    approval = await _approval_for(request, store, clock())
+    current = state(approval, clock())
+    if current is State.PENDING:
+        if not _can_open_urls(ctx):
+            raise _pending(approval, request)
+        if is_version_at_least(ctx.protocol_version, STATELESS_ERA):
+            return await _stateless_round(params, request, approval, store, clock)
+        current = await _pushed(ctx, request, approval, store, clock)
+        approval = await store.get_approval(approval.approval_id) or approval
+    return _verdict(approval, current, request)
+
+
+async def _approval_for(request: Request, store: Store, now: float) -> Approval:
+    plan = request.plan
+    found = await store.get_approval(approval_id_for(plan.plan_id))
+    if found is None:
+        made = new_approval(
+            plan, request.caller_person, request.message, now, needed=request.approvers, four_eyes=request.four_eyes
+        )
+        found = await store.put_approval(made)
+        if found == made and request.announce is not None and request.page_url is not None:
+            request.announce(found, f"{request.page_url}/approvals/{found.approval_id}")
+    if not binds(found, plan):
+        raise ToolError(Code.NOT_CONFIRMED, "The approval on record is for other facts. Nothing was changed.")
+    return found
+
+
+def _verdict(approval: Approval, current: State, request: Request) -> Approval:
+    if current is State.APPROVED:
+        return approval
+    if current is State.REJECTED:
+        raise ToolError(
+            Code.NOT_CONFIRMED,
+            "The write was rejected on the approval page. Nothing was changed; this plan cannot be used again.",
+        )
+    if current is State.EXPIRED:
+        raise ToolError(Code.NOT_CONFIRMED, "The approval expired before anyone approved. Nothing was changed.")
+    raise _pending(approval, request)
+
+
+def _pending(approval: Approval, request: Request) -> ToolError:
+    if request.page_url is None:
+        return ToolError(
+            Code.CONFIRMATION_UNAVAILABLE,
+            "This write needs approval on the gateway's page, and no page address is configured "
+            "(approvals.public_url). Nothing was changed.",
+        )
+    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    return ToolError(
+        Code.APPROVAL_PENDING,
+        f"This write waits for approval by a person at {url} (until {rfc3339(approval.expires_at)}). "
+        "Show the link to the user; once approved, retry this call with the same idempotencyKey.",
+        details={"url": url, "approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)},
+    )
+
+
+def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and elicitation.url is not None
+
+
+async def _pushed(
+    ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, store: Store, clock: Any
+) -> State:
+    """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
+    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    try:
+        with anyio.fail_after(request.timeout):
+            answer = await ctx.session.elicit_url(
+                request.message, url, approval.approval_id, related_request_id=ctx.request_id
+            )
+    except TimeoutError:
+        raise _pending(approval, request) from None
+    except NoBackChannelError:
+        raise _pending(approval, request) from None
+    if answer.action != "accept":
+        raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
+    current = await _wait(store, approval, clock, until=clock() + request.timeout)
+    if current is not State.PENDING:
+        await ctx.session.send_elicit_complete(approval.approval_id, related_request_id=ctx.request_id)
+    return current
+
+
+async def _stateless_round(
+    params: types.CallToolRequestParams, request: Request, approval: Approval, store: Store, clock: Any
+) -> Approval | types.InputRequiredResult:
+    """2026-07-28: ask with the link; on each retry wait a while; still pending, ask the client to call again."""
+    asked_at = _asked_at(params, request)
+    if asked_at is None:
+        return _input_required(request, approval, clock(), with_link=True)
+    answer = (params.input_responses or {}).get(ANSWER_KEY)
+    if isinstance(answer, types.ElicitResult) and answer.action != "accept":
+        raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
+    deadline = asked_at + request.timeout
+    if clock() >= deadline:
+        raise _pending(approval, request)
+    hold = request.timeout / RETRY_ROUNDS
+    current = await _wait(store, approval, clock, until=min(deadline, clock() + hold))
+    if current is State.PENDING:
+        return _input_required(request, approval, asked_at, with_link=False)
+    return _verdict(await store.get_approval(approval.approval_id) or approval, current, request)
+
+
+async def _wait(store: Store, approval: Approval, clock: Any, *, until: float) -> State:
+    """Look at the store until the approval is decided or ``until`` passes; the state last seen."""
+    while True:
+        found = await store.get_approval(approval.approval_id) or approval
+        current = state(found, clock())
+        if current is not State.PENDING or clock() >= until:
+            return current
+        await anyio.sleep(min(POLL_SECONDS, max(0.0, until - clock())))
+
+
+def _state(request: Request, asked_at: float) -> str:
+    plan = request.plan
+    return json.dumps(
+        {"caller": plan.caller, "planId": plan.plan_id, "idempotencyKey": request.key, "askedAt": asked_at}
+    )
+
+
+def _asked_at(params: types.CallToolRequestParams, request: Request) -> float | None:
+    """When this call first asked, from a request state bound to this caller, plan and key (else None)."""
+    if not params.request_state:
+        return None
+    try:
+        found = json.loads(params.request_state)
+    except ValueError:
+        return None
+    plan = request.plan
+    expected = {"caller": plan.caller, "planId": plan.plan_id, "idempotencyKey": request.key}
+    if not isinstance(found, dict) or any(found.get(name) != value for name, value in expected.items()):
+        return None
+    asked_at = found.get("askedAt")
+    return float(asked_at) if isinstance(asked_at, int | float) and not isinstance(asked_at, bool) else None
+
+
+def _input_required(
+    request: Request, approval: Approval, asked_at: float, *, with_link: bool
+) -> types.InputRequiredResult:
+    if not with_link:
+        return types.InputRequiredResult(request_state=_state(request, asked_at))
+    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    link = types.ElicitRequestURLParams(message=request.message, url=url)
+    return types.InputRequiredResult(
+        input_requests={ANSWER_KEY: types.ElicitRequest(params=link)}, request_state=_state(request, asked_at)
+    )
