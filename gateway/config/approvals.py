@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gateway.config.sections import Model
+from gateway.config.sections import Model, require_secure
 
 RULE_VARIABLES: dict[str, Any] = {
     "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},
@@ -65,10 +65,15 @@ class ApprovalRule(Model):
 class Webhook(Model):
     """Where approvers hear about a write that waits for them: a JSON POST, HMAC-signed."""
 
-    url: str = Field(pattern="^https?://")
+    url: str
     secret_env: str | None = None
     """The environment variable holding the signing secret (the X-Gateway-Signature header); unset: unsigned."""
     format: Literal["json", "slack"] = "json"
+
+    @field_validator("url")
+    @classmethod
+    def _url_secure(cls, url: str) -> str:
+        return require_secure("a webhook URL", url)
 
 
 class ApproverToken(Model):
@@ -91,6 +96,13 @@ class OidcLogin(Model):
     """For a confidential client: the environment variable holding its secret (PKCE is used either way)."""
     scopes: list[str] = ["openid", "profile", "email"]
 
+    @field_validator("issuer")
+    @classmethod
+    def _issuer_secure(cls, issuer: str | None) -> str | None:
+        # Approvers' browsers are sent here to sign in, and its tokens decide who approves: never plain http://
+        # to another machine (the same rule as [auth.jwt] issuer).
+        return None if issuer is None else require_secure("the approvers' issuer", issuer)
+
 
 class ApprovalsSection(Model):
     public_url: str | None = None
@@ -101,10 +113,14 @@ class ApprovalsSection(Model):
     session_seconds: int = Field(3600, ge=60)
     webhooks: dict[str, Webhook] = {}
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_secure(cls, url: str | None) -> str | None:
+        # The page's cookies are __Host- and Secure: a browser stores them only from https:// or loopback.
+        return None if url is None else require_secure("the approval page's public URL", url)
+
     @model_validator(mode="after")
     def _login_is_configured(self) -> ApprovalsSection:
-        if self.public_url is not None and not self.public_url.startswith(("http://", "https://")):
-            raise ValueError("approvals.public_url must be an http:// or https:// URL")
         if self.login == "oidc" and self.oidc is None:
             raise ValueError("approvals.login 'oidc' needs an [approvals.oidc] table")
         return self

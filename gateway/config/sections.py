@@ -89,7 +89,7 @@ class JwtVerifier(Model):
     @field_validator("jwks_url")
     @classmethod
     def _jwks_secure(cls, url: str | None) -> str | None:
-        return None if url is None else _secure("the JWKS", url)
+        return None if url is None else require_secure("the JWKS", url)
 
     @field_validator("issuer")
     @classmethod
@@ -114,7 +114,7 @@ class IntrospectionVerifier(Model):
     @field_validator("endpoint")
     @classmethod
     def _endpoint_secure(cls, url: str) -> str:
-        return _secure("the introspection endpoint", url)
+        return require_secure("the introspection endpoint", url)
 
     @field_validator("issuer")
     @classmethod
@@ -122,7 +122,8 @@ class IntrospectionVerifier(Model):
         return None if issuer is None else _secure_issuer(issuer)
 
 
-def _secure(what: str, url: str) -> str:
+def require_secure(what: str, url: str) -> str:
+    """The URL, if it is https:// (or plain http:// to loopback); ValueError naming ``what`` otherwise."""
     if not is_secure_url(url):
         raise ValueError(f"{what} must be an https:// URL (plain http:// only on loopback), not {url!r}")
     return url
@@ -131,7 +132,7 @@ def _secure(what: str, url: str) -> str:
 def _secure_issuer(issuer: str) -> str:
     # An issuer is an identifier first, so a non-URL one is left alone; a URL one is advertised to clients as
     # where to log in, so it must not be plain http:// to another machine.
-    return _secure("an issuer", issuer) if issuer.lower().startswith("http:") else issuer
+    return require_secure("an issuer", issuer) if issuer.lower().startswith("http:") else issuer
 
 
 class AuthSection(Model):
@@ -147,7 +148,7 @@ class AuthSection(Model):
     @classmethod
     def _servers_secure(cls, servers: list[str]) -> list[str]:
         for server in servers:
-            _secure("an authorization server", server)
+            require_secure("an authorization server", server)
         return servers
 
     @model_validator(mode="after")

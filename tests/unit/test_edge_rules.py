@@ -129,3 +129,38 @@ def test_a_local_name_cannot_be_spelled_like_a_token_caller() -> None:
     data["gateway"] = {**data["gateway"], "stdio_caller": '[null,"console","alice"]'}
     with pytest.raises(ConfigError, match=r"gateway\.stdio_caller"):
         parse_config(data)
+
+
+@pytest.mark.parametrize(
+    ("approvals", "key"),
+    [
+        ({"public_url": "http://gw.test:8080"}, "approvals.public_url"),
+        ({"login": "oidc", "oidc": {"client_id": "c", "issuer": "http://idp.example.com"}}, "approvals.oidc.issuer"),
+        ({"webhooks": {"ops": {"url": "http://hooks.example.com/in"}}}, "approvals.webhooks.ops.url"),
+    ],
+)
+def test_approval_urls_off_loopback_must_be_https_and_the_refusal_names_the_key(
+    tmp_path: Path, approvals: dict[str, object], key: str
+) -> None:
+    data = config_data(TENANTS, tmp_path / "backend.db", state_dir=tmp_path)
+    data["approvals"] = {"tokens": [{"sha256": "0" * 64, "subject": "alice"}], **approvals}
+    with pytest.raises(ConfigError) as raised:
+        parse_config(data)
+    line = next(line.strip() for line in str(raised.value).splitlines() if line.strip().startswith(key))
+    assert "must be an https:// URL (plain http:// only on loopback)" in line
+
+
+@pytest.mark.parametrize(
+    "approvals",
+    [
+        {"public_url": "http://127.0.0.1:8080"},
+        {"public_url": "https://gw.example.com"},
+        {"login": "oidc", "oidc": {"client_id": "c", "issuer": "https://idp.example.com"}},
+        {"login": "oidc", "oidc": {"client_id": "c", "issuer": "http://localhost:4000"}},
+        {"webhooks": {"ops": {"url": "http://[::1]:9000/in"}}},
+    ],
+)
+def test_approval_urls_on_https_or_loopback_load(tmp_path: Path, approvals: dict[str, object]) -> None:
+    data = config_data(TENANTS, tmp_path / "backend.db", state_dir=tmp_path)
+    data["approvals"] = {"tokens": [{"sha256": "0" * 64, "subject": "alice"}], **approvals}
+    parse_config(data)
