@@ -177,6 +177,12 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
+    from gateway.identity.secrets import env_refusal
+
+    refusal = env_refusal()
+    if refusal is not None:
+        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+        return 2
     if args.command in ("check", "serve"):
         refusal = lease_refusal(config)
         if refusal is not None:

@@ -17,6 +17,8 @@ ENV_VAR = "GATEWAY_SECRET_KEY"
 KEY_FILE = "secret.key"
 AUDIT_ENV_VAR = "GATEWAY_AUDIT_KEY"
 AUDIT_KEY_FILE = "audit.key"
+MIN_KEY = 32
+"""The shortest key accepted from the environment, in characters (a generated key has 64 hex digits)."""
 
 
 def load_keys(state_dir: Path) -> list[bytes]:
@@ -29,12 +31,24 @@ def load_audit_keys(state_dir: Path) -> list[bytes]:
     return _ring(state_dir, AUDIT_ENV_VAR, AUDIT_KEY_FILE)
 
 
+def env_refusal() -> str | None:
+    """A sentence naming the environment variable whose key ring holds a key too short to trust, or None."""
+    for env_var in (ENV_VAR, AUDIT_ENV_VAR):
+        if any(len(key) < MIN_KEY for key in _configured(env_var)):
+            return f"{env_var}: every key must be at least {MIN_KEY} characters of secret randomness"
+    return None
+
+
+def _configured(env_var: str) -> list[bytes]:
+    return [part.strip().encode() for part in os.environ.get(env_var, "").split(",") if part.strip()]
+
+
 def _ring(state_dir: Path, env_var: str, file_name: str) -> list[bytes]:
-    configured = os.environ.get(env_var, "").strip()
-    if configured:
-        keys = [part.strip().encode() for part in configured.split(",") if part.strip()]
-        if any(len(key) < 32 for key in keys):
-            raise ValueError(f"{env_var}: every key must be at least 32 characters of secret randomness")
+    keys = _configured(env_var)
+    if keys:
+        refusal = env_refusal()
+        if refusal is not None:
+            raise ValueError(refusal)
         return keys
     file = state_dir / file_name
     if not file.exists():
