@@ -106,9 +106,14 @@ def payload(webhook: Webhook, notice: Notice) -> dict[str, Any]:
         rule = f" (rule {notice.rule})" if notice.rule else ""
         caller = quoted(readable(approval.caller))
         text = f"{approval.tool} on {quoted(approval.target)} ({numbers}) waits for approval{rule}, asked by {caller}"
-        text += f": <{notice.url}>"
-        return {"text": text}
+        return {"text": f"{slack_escaped(text)}: <{notice.url}>"}
     return {"event": "approval_requested", **approval_facts(approval, notice.url), "rule": notice.rule}
+
+
+def slack_escaped(text: str) -> str:
+    """Text for Slack's ``mrkdwn``, where ``<...>`` is a link or a mention (``<!channel>``) and ``&`` starts an
+    entity: the three are written as entities, so backend text shows as written and links only the gateway's own."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def signed(webhook: Webhook, body: bytes, now: float | None = None) -> dict[str, str]:
