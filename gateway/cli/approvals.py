@@ -1,12 +1,19 @@
 """``mcp-safety-gateway approvals list | approve ID... | reject ID...``: the approval page's decisions from a terminal.
 
-It talks to a running gateway's JSON side of the page (``/approvals/api``) with an approver token read from an
-environment variable (never from the command line, where ``ps`` would show it). Every value from the gateway is
-printed escaped (gateway/text.py), so a backend's name cannot repaint the terminal.
+It talks to a running gateway's JSON side of the page (``/approvals/api``) with an approver token, never taken from
+the command line (where ``ps`` would show it). Every value from the gateway is printed escaped (gateway/text.py),
+so a backend's name cannot repaint the terminal.
+
+A decision is a person's: ``approve`` and ``reject`` refuse a stdin that is not a terminal, ask for the token at the
+terminal (an environment variable is readable by every program in the shell, an agent's included), show each
+write's full facts and question, and ask once more. ``--unattended`` is the explicit way round for a script: it
+takes the token from the environment variable and asks nothing (it still prints the facts). ``list`` only reads,
+with the token from the environment.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sys
@@ -14,23 +21,35 @@ from typing import Any
 
 import httpx
 
-from gateway.text import escaped, quoted
+from gateway.text import escaped, quoted, shown
 
 TIMEOUT = 15.0
 
 
-def run(base_url: str, command: str, ids: list[str], token_env: str, as_json: bool) -> int:
-    """The subcommand: 0 when everything asked was done, 1 when a decision was refused, 2 when nothing could be."""
-    token = os.environ.get(token_env, "").strip()
+NOT_A_PERSON = (
+    "mcp-safety-gateway approvals: {command} asks a person at a terminal, and stdin is not one; decide on the "
+    "approval page, or run this at a terminal (a script that must decide says --unattended)"
+)
+
+
+def run(base_url: str, command: str, ids: list[str], token_env: str, as_json: bool, unattended: bool = False) -> int:
+    """The subcommand: 0 when everything asked was done, 1 when a decision was refused or not confirmed, 2 when
+    nothing could be."""
+    asks = command != "list" and not unattended
+    if asks and not sys.stdin.isatty():
+        print(NOT_A_PERSON.format(command=command), file=sys.stderr)
+        return 2
+    token = _token_at_terminal() if asks else os.environ.get(token_env, "").strip()
     if not token:
-        print(f"mcp-safety-gateway approvals: set {token_env} to your approver token", file=sys.stderr)
+        where = "at the prompt" if asks else f"in {token_env}"
+        print(f"mcp-safety-gateway approvals: no approver token given {where}", file=sys.stderr)
         return 2
     headers = {"Authorization": f"Bearer {token}"}
     try:
         with httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=TIMEOUT) as http:
             if command == "list":
                 return _list(http, as_json)
-            return _decide(http, command, ids, as_json)
+            return _decide(http, command, ids, as_json, asks)
     except httpx.HTTPError as exc:
         print(f"mcp-safety-gateway approvals: cannot reach {base_url} ({type(exc).__name__})", file=sys.stderr)
         return 2
@@ -48,9 +67,8 @@ def _list(http: httpx.Client, as_json: bool) -> int:
     if not approvals:
         print("nothing is waiting for approval")
         return 0
-    rows = [("id", "state", "tool", "target", "numbers", "caller", "expires")]
+    rows = [("id", "state", "tool", "target", "arguments", "numbers", "caller", "expires", "question")]
     for approval in approvals:
-        numbers = ", ".join(f"{name}={escaped(str(value))}" for name, value in approval["summary"].items())
         state = approval["state"] + (" (yours)" if approval["yours"] else "")
         rows.append(
             (
@@ -58,9 +76,11 @@ def _list(http: httpx.Client, as_json: bool) -> int:
                 state,
                 escaped(approval["tool"]),
                 quoted(approval["target"]),
-                numbers,
+                _pairs(approval["arguments"]),
+                _pairs(approval["summary"]),
                 quoted(approval["caller"]),
                 approval["expiresAt"],
+                quoted(approval["question"]),
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -69,10 +89,24 @@ def _list(http: httpx.Client, as_json: bool) -> int:
     return 0
 
 
-def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool) -> int:
+def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool, asks: bool) -> int:
     verdict = {"approve": "approve", "reject": "reject"}[command]
+    listed = http.get("/approvals/api/open")
+    if not _ok(listed):
+        return 2
+    open_ones = {approval["approvalId"]: approval for approval in listed.json()["approvals"]}
     refused = False
     for approval_id in ids:
+        facts = open_ones.get(approval_id)
+        if facts is None:
+            print(f"{escaped(approval_id)}: no such approval waiting")
+            refused = True
+            continue
+        print(json.dumps(facts) if as_json else _facts(facts))
+        if asks and not _confirmed(f"{verdict.capitalize()} this write? [y/N] "):
+            print(f"{approval_id}: not {verdict}d")
+            refused = True
+            continue
         response = http.post(f"/approvals/api/{approval_id}", json={"decision": verdict})
         if response.status_code in (401, 403):
             _ok(response)
@@ -90,6 +124,40 @@ def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool) -> 
             print(f"{approval_id}: {verdict}d; state {body.get('state')}")
         refused = refused or response.status_code != 200
     return 1 if refused else 0
+
+
+def _facts(approval: dict[str, Any]) -> str:
+    """Everything a decision binds, one fact a line, every value from outside escaped."""
+    lines = [
+        f"approval {escaped(approval['approvalId'])}",
+        f"  tool       {escaped(approval['tool'])} on {quoted(approval['target'])}",
+        f"  version    {shown(approval['version'])}",
+        f"  arguments  {_pairs(approval['arguments'])}",
+        f"  numbers    {_pairs(approval['summary'])}",
+        f"  asked by   {quoted(approval['caller'])}",
+        f"  needs      {approval['approversNeeded']} approver(s){', four eyes' if approval['fourEyes'] else ''}",
+        f"  expires    {escaped(approval['expiresAt'])}",
+        f"  question   {quoted(approval['question'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    return ", ".join(f"{escaped(name)}={shown(value)}" for name, value in values.items())
+
+
+def _token_at_terminal() -> str:
+    try:
+        return getpass.getpass("Approver token: ").strip()
+    except (EOFError, KeyboardInterrupt):
+        return ""
+
+
+def _confirmed(question: str) -> bool:
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except (EOFError, KeyboardInterrupt):
+        return False
 
 
 def _ok(response: httpx.Response) -> bool:

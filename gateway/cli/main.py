@@ -139,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         help="env var holding your approver token (default: %(default)s)",
     )
     approvals.add_argument("--json", action="store_true", help="one JSON object per line")
+    approvals.add_argument(
+        "--unattended",
+        action="store_true",
+        help="decide without a person at a terminal: token from --token-env, no question asked (a script's way;"
+        " any program that can read that variable can then approve)",
+    )
     args = parser.parse_args(argv)
     if args.command == "approvals" and args.action != "list" and not args.ids:
         parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
@@ -157,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "approvals":
         from gateway.cli import approvals
 
-        return approvals.run(args.url, args.action, args.ids, args.token_env, args.json)
+        return approvals.run(args.url, args.action, args.ids, args.token_env, args.json, args.unattended)
     if args.command in ("call", "tools"):
         from gateway.cli.call import terminal
 

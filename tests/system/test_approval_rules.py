@@ -26,6 +26,7 @@ from tests.support.clients import Answers, error_body, error_code, new_key, prev
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, http_backend, serve
 from tests.support.profiles import TENANTS
+from tests.support.terminal import at_a_terminal
 
 pytestmark = pytest.mark.anyio
 SECRET = "webhook-signing-secret-for-tests"
@@ -154,11 +155,57 @@ async def test_an_approver_decides_from_the_terminal(tmp_path: Path) -> None:
         code, listed = await approvals("list")
         assert code == 0 and approval_id in listed and '"tn_billing03"' in listed
         assert (await approvals("list", token="not-a-token"))[0] == 2
-        code, said = await approvals("approve", approval_id)
+        code, said = await approvals("approve", approval_id, "--unattended")
         assert code == 0 and "approved" in said
         applied = await client.call_tool(TENANTS.write_tool, args)
     assert not applied.is_error, applied.content
     assert TENANTS.write_count(tmp_path / "backend.db") == 1
+
+
+async def test_only_a_person_at_a_terminal_decides_unless_a_script_says_unattended(tmp_path: Path) -> None:
+    backend_port, port = free_port(), free_port()
+    rules = [{"name": "everything", "when": "true", "mode": "url"}]
+    config = rules_config(
+        tmp_path, "gateway", rules, f"sqlite:{tmp_path}/gateway.db", backend_port, public_url=f"http://127.0.0.1:{port}"
+    )
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "GATEWAY_APPROVER_TOKEN": TOKENS["bob"]}
+    command = [sys.executable, "-m", "gateway", "approvals"]
+
+    async def piped(*words: str) -> tuple[int, str]:  # an agent in the approver's shell: no terminal
+        done = await anyio.run_process([*command, *words, "--url", base], env=env, check=False)
+        return done.returncode, done.stdout.decode() + done.stderr.decode()
+
+    async def typed(answers: list[str], *words: str) -> tuple[int, str]:
+        return await anyio.to_thread.run_sync(at_a_terminal, [*command, *words, "--url", base], env, answers)
+
+    async with (
+        http_backend(TENANTS, tmp_path / "backend.db", backend_port, *TENANTS.seed_demo),
+        serve(config, port),
+        Client(f"{base}/mcp") as client,
+    ):
+        first = await preview(client, TENANTS, "tn_billing03")
+        second = await preview(client, TENANTS, "tn_search02")
+        keys = {plan["planId"]: {"planId": plan["planId"], "idempotencyKey": new_key()} for plan in (first, second)}
+        for args in keys.values():
+            assert error_code(await client.call_tool(TENANTS.write_tool, args)) == "approval_pending"
+        one, two = (approval_id_for(plan["planId"]) for plan in (first, second))
+
+        code, said = await piped("approve", one)
+        assert code == 2 and "stdin is not one" in said
+        code, screen = await typed([TOKENS["bob"], "n"], "approve", one)
+        assert code == 1 and "not approved" in screen
+        assert '"tn_billing03"' in screen and "fixture=" in screen and "question" in screen
+        assert error_code(await client.call_tool(TENANTS.write_tool, keys[first["planId"]])) == "approval_pending"
+        assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+        code, screen = await typed([TOKENS["bob"], "y"], "approve", one)
+        assert code == 0 and f"{one}: approved" in screen, screen
+        assert not (await client.call_tool(TENANTS.write_tool, keys[first["planId"]])).is_error
+        code, said = await piped("approve", two, "--unattended")
+        assert code == 0 and f"{two}: approved" in said and '"tn_search02"' in said
+        assert not (await client.call_tool(TENANTS.write_tool, keys[second["planId"]])).is_error
+    assert TENANTS.write_count(tmp_path / "backend.db") == 2
 
 
 async def test_check_explains_which_rule_a_plan_would_hit(tmp_path: Path) -> None:
