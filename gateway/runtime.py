@@ -206,4 +206,4 @@ async def open_gateway(
 
 
 def _connected(client: McpBackend) -> Callable[[], bool]:
-    return lambda: client.connected
+    return lambda: client.reachable

@@ -5,6 +5,11 @@ Errors are translated at this boundary into the two exceptions of gateway.backen
 drops, the next call reconnects (a stdio child is respawned). The host's credentials never reach the backend:
 HTTP headers come from the gateway's own environment.
 
+Whether the backend is *reachable* is what a ping says, not whether a client object is held: a streamable-HTTP
+client holds no socket between calls and a stdio client outlives its dead child until it writes. ``probe`` pings
+over the connection (bounded by PROBE_SECONDS) and drops it when no pong comes; every call's fate updates the same
+flag, which readiness and the ``gateway_backend_connected`` gauge report.
+
 How a connection is opened is the one thing that differs between transports: ``McpBackend`` takes an opener,
 ``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport.
 Both wire transports (gateway.backend.transports) stop reading an answer at ``backend.max_result_bytes``, and an
@@ -42,6 +47,9 @@ from gateway.records import Reply
 log = logging.getLogger(__name__)
 
 
+PROBE_SECONDS = 3.0
+"""The longest a probe waits for the backend's pong (or its connect timeout, when shorter)."""
+
 MAX_TOOL_PAGES = 100
 """A backend whose tools/list pages go on past this is not read further."""
 
@@ -71,6 +79,8 @@ class McpBackend:
         self._retry_at = 0.0
         self.connects = 0
         self.connect_attempts = 0
+        self.reachable = False
+        """Whether the last probe or call reached the backend."""
 
     async def __aenter__(self) -> McpBackend:
         self._tasks = anyio.create_task_group()
@@ -120,12 +130,14 @@ class McpBackend:
             return Reply(is_error=False, text="", max_depth=self.max_depth)  # answered, but not readable
         except Exception as exc:
             self._lost(label, client, started, exc)
+        self.reachable = True
         self._observe(label, "error" if result.is_error else "ok", time.perf_counter() - started)
         return _reply(result, self.config.max_result_bytes, self.max_depth)
 
     def _lost(self, label: str, client: Client, started: float, exc: Exception) -> NoReturn:
         """A call sent on a live connection that got no answer: drop the connection, raise OutcomeLost."""
         log.warning("backend call %s lost: %s", label, type(exc).__name__)
+        self.reachable = False
         self._observe(label, "lost", time.perf_counter() - started)
         if self._client is client:
             self._drop()
@@ -160,14 +172,24 @@ class McpBackend:
             raise BackendUnavailable("tools/list") from exc
 
     async def probe(self) -> bool:
-        """Whether the backend can be reached now."""
+        """Whether the backend answers a ping now (a connection that gets no pong in time is dropped)."""
         try:
-            await self._connection()
+            client = await self._connection()
         except BackendUnavailable:
             return False
+        try:
+            with anyio.fail_after(min(PROBE_SECONDS, self.config.connect_timeout_seconds)):
+                await client.send_ping()
+        except Exception as exc:
+            log.warning("backend ping got no answer: %s", _describe(exc))
+            if self._client is client:
+                self._drop()
+            return False
+        self.reachable = True
         return True
 
     def _drop(self) -> None:
+        self.reachable = False
         self._client = None
         self._dropped.set()
 
@@ -191,6 +213,7 @@ class McpBackend:
                 self._backoff = min(max(self._backoff * 2, 0.5), 30.0)
                 self._retry_at = anyio.current_time() + self._backoff
                 log.warning("backend connect failed: %s; next try in %.1fs", _describe(exc), self._backoff)
+                self.reachable = False
                 raise BackendUnavailable("connect failed") from exc
             self._backoff = 0.0
             assert self._client is not None

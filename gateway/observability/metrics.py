@@ -4,7 +4,7 @@ gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, i
 gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
 gateway_backend_call_seconds{action, result, backend}   result: ok, error (isError), lost, unavailable;
                                                  action: a god-tool action or a pass-through tool's name
-gateway_backend_connected{backend}              1 while a live connection to that backend is held
+gateway_backend_connected{backend}              1 while that backend answered its last probe or call
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
@@ -44,7 +44,7 @@ class Metrics:
         )
         self.backend_connected = Gauge(
             "gateway_backend_connected",
-            "Whether a live connection to the backend is held.",
+            "Whether the backend answered its last probe (a ping) or call.",
             ["backend"],
             registry=self.registry,
         )
