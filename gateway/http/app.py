@@ -28,6 +28,7 @@ from starlette.types import ASGIApp
 
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
+from gateway.http.bodies import BodyCap
 from gateway.http.edge import EdgeGuard, security_settings
 from gateway.http.sessions import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.identity.caller import current_caller, current_scopes, is_visible
@@ -106,7 +107,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         settings=security_settings(config),
         refuse_relayed=verifier is None and not insecure_without_auth,
     )
-    return Starlette(routes=routes, middleware=[edge], lifespan=lifespan)
+    return Starlette(routes=routes, middleware=[edge, Middleware(BodyCap)], lifespan=lifespan)
 
 
 async def _backends_answer(gw: Gateway) -> dict[str, bool]:
