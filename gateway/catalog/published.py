@@ -1,10 +1,11 @@
 """The published tools: names, annotations, strict input schemas and bounded output schemas, from config.
 
-The low-level MCP server validates nothing, so each tool carries compiled validators for both directions:
-a compiled validator (gateway.catalog.schemas) that answers valid / not valid, and ``jsonschema`` for what it
-cannot compile and for the message when a check fails. ``fits`` checks one field of a tool's output on its own,
-so that values from the backend (a version, a summary number, an id) are checked where they enter, before they are
-planned, recorded or returned.
+Each tool's kind answers with its face (gateway.config.kinds: schemas and hints); this module gathers what a face
+is built from, makes its schemas portable and gives it validators. The low-level MCP server validates nothing, so
+each tool carries compiled validators for both directions: a compiled validator (gateway.catalog.schemas) that
+answers valid / not valid, and ``jsonschema`` for what it cannot compile and for the message when a check fails.
+``fits`` checks one field of a tool's output on its own, so that values from the backend (a version, a summary
+number, an id) are checked where they enter, before they are planned, recorded or returned.
 
 Some schemas need the backends: an input enum read from a lookup, a pass-through tool's schemas from its
 backend's ``tools/list``. A ``Catalog`` holds the tools that could be built and, for the others, why not (their
@@ -24,16 +25,15 @@ from jsonschema import FormatChecker
 from jsonschema.protocols import Validator
 
 from gateway.catalog.schemas import Check, SchemaValidator, compile_check, published
-from gateway.config import GatewayConfig, Limits, PassthroughTool, PreviewTool, ReadTool, ToolConfig, WriteTool
-from gateway.config.expressions import names_in
+from gateway.config import GatewayConfig, Limits, ToolConfig
+from gateway.config.face import IDEMPOTENCY_KEY as IDEMPOTENCY_KEY  # named here for the write package
+from gateway.config.face import PLAN_ID as PLAN_ID
+from gateway.config.face import Misfit
+from gateway.config.kinds import Sources
 from gateway.errors import Code, ToolError
 from gateway.text import is_plain, quoted
 
 log = logging.getLogger(__name__)
-
-IDEMPOTENCY_KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,128}$"}
-PLAN_ID = {"type": "string", "pattern": "^pl_[A-Za-z0-9_-]{16,64}$"}
-CURSOR = {"type": "string", "minLength": 1, "maxLength": 512}
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,6 @@ class PublishedTool:
         return check is not None and check(value)
 
 
-class Misfit(Exception):
-    """A pass-through tool does not fit what its backend offers; ``key`` names the config key to change."""
-
-    def __init__(self, key: str, sentence: str) -> None:
-        super().__init__(f"{key}: {sentence}")
-        self.key = key
-        self.sentence = sentence
-
-
 @dataclass(frozen=True)
 class Catalog:
     """The tools that are published now, and why each other configured tool is not."""
@@ -96,15 +87,10 @@ class Catalog:
 def needs(config: GatewayConfig, name: str) -> list[str]:
     """What a tool's schemas are built from: ``lookups.NAME`` (input enums) and ``backends.NAME`` (a pass-through
     tool's definition on its backend)."""
-    tool = config.tools[name]
-    if isinstance(tool, PassthroughTool):
+    if config.tools[name].relays:
         return [f"backends.{config.backend_of(name)}"]
-    preview = (
-        tool if isinstance(tool, PreviewTool) else config.preview_of(tool) if isinstance(tool, WriteTool) else None
-    )
-    if preview is None:
-        return []
-    return [f"lookups.{field.enum_from}" for field in preview.inputs.values() if field.enum_from is not None]
+    preview = config.preview_for(name)
+    return [f"lookups.{lookup}" for lookup in preview.enum_lookups()] if preview is not None else []
 
 
 def build_catalog(
@@ -140,18 +126,24 @@ def publish(
 ) -> PublishedTool:
     """One configured tool as clients see it, with its validators (Misfit for a pass-through tool that does not fit)."""
     tool_config = config.tools[name]
-    if isinstance(tool_config, PassthroughTool):
-        tool = _passthrough(name, tool_config, listings[config.backend_of(name)])
-    else:
-        input_schema, output_schema = (published(schema) for schema in _schemas(config, tool_config, lookups))
-        tool = types.Tool(
-            name=name,
-            title=tool_config.title,
-            description=tool_config.description,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            annotations=_annotations(tool_config),
-        )
+    preview = config.preview_for(name)
+    enums = {lookup: offered(lookup, lookups[lookup]) for lookup in (preview.enum_lookups() if preview else [])}
+    face = tool_config.face(name, Sources(preview, enums, listings.get(config.backend_of(name), [])))
+    hints = face.hints
+    tool = types.Tool(
+        name=name,
+        title=face.title,
+        description=face.description,
+        input_schema=published(face.input_schema),
+        output_schema=published(face.output_schema),
+        annotations=types.ToolAnnotations(
+            title=face.title,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
+        ),
+    )
     assert tool.output_schema is not None
     formats = FormatChecker()
     input_schema, output_schema = dict(tool.input_schema), dict(tool.output_schema)
@@ -167,113 +159,10 @@ def publish(
     )
 
 
-def _passthrough(name: str, config: PassthroughTool, listing: list[types.Tool]) -> types.Tool:
-    """A backend's own tool under the operator's name, hints and schemas. A tool that writes gets the gateway's
-    ``idempotencyKey`` input and ``replayed`` output."""
-    source = config.source_name(name)
-    found = next((tool for tool in listing if tool.name == source), None)
-    if found is None:
-        raise Misfit(
-            f"tools.{name}.source", f"the backend has no tool {source!r}; it has {sorted(t.name for t in listing)}"
-        )
-    if config.input_schema is not None:
-        inputs = dict(config.input_schema)
-    else:  # strict, like every published tool: only the arguments the backend declares are passed on
-        inputs = {**found.input_schema, "additionalProperties": False}
-    outputs = config.output_schema if config.output_schema is not None else found.output_schema
-    if outputs is None:
-        raise Misfit(f"tools.{name}.output_schema", f"{source} declares no outputSchema; state one here")
-    if inputs.get("type") != "object" or outputs.get("type") != "object":
-        raise Misfit(f"tools.{name}.source", f"{source}'s schemas are not of type 'object'")
-    properties = inputs.get("properties", {})
-    if config.writes:
-        inputs = _with_property(name, inputs, "idempotencyKey", IDEMPOTENCY_KEY, "input_schema")
-        outputs = _with_property(name, outputs, "replayed", {"type": "boolean"}, "output_schema")
-    if config.target_argument is not None and config.target_argument not in properties:
-        raise Misfit(f"tools.{name}.target_argument", f"{source} has no argument {config.target_argument!r}")
-    unknown = names_in(config.message or "") - {"tool", "arguments", *properties}
-    if unknown:
-        raise Misfit(f"tools.{name}.message", f"uses {{{sorted(unknown)[0]}}}, which is not an argument of {source}")
-    hints = config.annotations
-    title = config.title or found.title
-    return types.Tool(
-        name=name,
-        title=title,
-        description=config.description or found.description,
-        input_schema=published(inputs),
-        output_schema=published(outputs),
-        annotations=types.ToolAnnotations(
-            title=title,
-            read_only_hint=hints.read_only,
-            destructive_hint=hints.destructive,
-            idempotent_hint=hints.idempotent,
-            open_world_hint=hints.open_world,
-        ),
-    )
-
-
-def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: Any, key: str) -> dict[str, Any]:
-    properties = schema.get("properties", {})
-    if prop in properties:
-        raise Misfit(f"tools.{name}.{key}", f"already has a {prop!r} property, which the gateway adds itself")
-    required = [*schema.get("required", []), prop]
-    return {**schema, "properties": {**properties, prop: prop_schema}, "required": required}
-
-
 def _check(schema: dict[str, Any], formats: FormatChecker) -> Check:
     """A compiled check, or jsonschema's answer where the schema is outside the compiled subset."""
     compiled = compile_check(schema, formats)
     return compiled if compiled is not None else SchemaValidator(schema, format_checker=formats).is_valid
-
-
-def _annotations(tool: ReadTool | PreviewTool | WriteTool) -> types.ToolAnnotations:
-    """All four hints, always explicit."""
-    if isinstance(tool, WriteTool):
-        return types.ToolAnnotations(
-            title=tool.title,
-            read_only_hint=False,
-            destructive_hint=tool.destructive,
-            idempotent_hint=True,
-            open_world_hint=tool.open_world,
-        )
-    return types.ToolAnnotations(
-        title=tool.title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    )
-
-
-def _schemas(
-    config: GatewayConfig, tool: ReadTool | PreviewTool | WriteTool, lookups: Mapping[str, Mapping[str, Any]]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    if isinstance(tool, ReadTool):
-        limit = {"type": "integer", "minimum": 1, "maximum": tool.max_limit, "default": tool.default_limit}
-        item = _object({name: field.json_schema for name, field in tool.fields.items()})
-        items = {"type": "array", "maxItems": tool.max_limit, "items": item}
-        return (
-            _object({"limit": limit, "cursor": CURSOR}, required=[]),
-            _object({tool.items_key: items, "nextCursor": CURSOR}, required=[tool.items_key]),
-        )
-    preview = tool if isinstance(tool, PreviewTool) else config.preview_of(tool)
-    inputs = {
-        name: _input_schema(field.json_schema, field.enum_from, lookups) for name, field in preview.inputs.items()
-    }
-    plan_fields = {
-        "planId": PLAN_ID,
-        **inputs,
-        **{name: field.json_schema for name, field in preview.summary.items()},
-        preview.target.version_output: preview.target.version_schema,
-    }
-    always = [name for name in plan_fields if name not in preview.inputs or preview.inputs[name].required]
-    if isinstance(tool, PreviewTool):
-        required_inputs = [name for name, field in tool.inputs.items() if field.required]
-        expires = {"type": "string", "format": "date-time"}
-        approval = _object({"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": ["string", "null"]}})
-        outputs = _object(
-            {**plan_fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
-        )
-        return _object(inputs, required=required_inputs), outputs
-    write_inputs = _object({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY})
-    outputs = _object({**plan_fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"])
-    return write_inputs, outputs
 
 
 def named_version(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -282,14 +171,6 @@ def named_version(body: dict[str, Any], name: str) -> dict[str, Any]:
     if name == "version" or "version" not in body:
         return body
     return {name if key == "version" else key: value for key, value in body.items()}
-
-
-def _input_schema(
-    schema: dict[str, Any], enum_from: str | None, lookups: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    if enum_from is None:
-        return schema
-    return {**schema, "enum": offered(enum_from, lookups[enum_from])}
 
 
 def offered(lookup: str, table: Mapping[str, Any]) -> list[str]:
@@ -304,15 +185,6 @@ def offered(lookup: str, table: Mapping[str, Any]) -> list[str]:
             quoted(hostile[0], 80),
         )
     return sorted(key for key in table if is_plain(key))
-
-
-def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties) if required is None else required,
-        "additionalProperties": False,
-    }
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -31,11 +31,9 @@ from gateway.config import (
     BackendSection,
     GatewayConfig,
     Lookup,
-    PassthroughTool,
     PreviewTool,
     ReadTool,
     ToolConfig,
-    WriteTool,
 )
 from gateway.config.expressions import MISSING, at_path
 from gateway.errors import Code, ToolError
@@ -124,12 +122,12 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
     from gateway.tools.preview import effect
 
     config = next(iter(probes.values())).config
-    if len(words) < 2 or not isinstance(config.tools.get(words[0]), WriteTool):
-        names = ", ".join(name for name, tool in config.tools.items() if isinstance(tool, WriteTool))
+    named = config.tools.get(words[0]) if words else None
+    write = named.as_write() if named is not None else None
+    if len(words) < 2 or write is None:
+        names = ", ".join(name for name, tool in config.tools.items() if tool.as_write() is not None)
         report.problem("--explain", f"give a write tool ({names}), a target id and the other arguments as key=value")
         return []
-    write = config.tools[words[0]]
-    assert isinstance(write, WriteTool)
     preview, probe = config.preview_of(write), probes[config.backend_of(words[0])]
     try:
         args = {**parse_pairs(words[2:]), preview.target_input: words[1]}
@@ -192,7 +190,7 @@ async def _check_backend(probe: Probe, report: Report) -> None:
     section, key = probe.section, probe.key
     tools = {tool.name: tool for tool in await probe.backend.list_tools()}
     mapped = probe.tools()
-    if all(isinstance(tool, PassthroughTool) for tool in mapped.values()) and not probe.lookups():
+    if all(tool.relays for tool in mapped.values()) and not probe.lookups():
         report.notes.append(f"{key} publishes {len(tools)} tools; only pass-through tools use it")
         return
     god = tools.get(section.tool)
@@ -207,8 +205,9 @@ async def _check_backend(probe: Probe, report: Report) -> None:
             report.problem(f"{key}.{argument}", f"{section.tool} has no argument {name!r}; it has {sorted(properties)}")
     sample: dict[str, Any] | None = None
     for name, tool in mapped.items():
-        if isinstance(tool, ReadTool):
-            sample = await _check_read(probe, name, tool, report) or sample
+        read = tool.as_read()
+        if read is not None:
+            sample = await _check_read(probe, name, read, report) or sample
     for name, lookup in probe.lookups().items():
         try:
             table = await probe.reader.lookup(name, lookup)
@@ -217,14 +216,16 @@ async def _check_backend(probe: Probe, report: Report) -> None:
             action = lookup.call.action if lookup.call is not None else ""
             report.problem(f"lookups.{name}.call", await _backend_says(probe, err, action, {}))
     for name, tool in mapped.items():
-        if isinstance(tool, PreviewTool):
-            await _check_preview(probe, name, tool, sample, report)
+        preview = tool.as_preview()
+        if preview is not None:
+            await _check_preview(probe, name, preview, sample, report)
     await _check_write_actions(probe, god, report)
 
 
 async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
     """Every write action's name, verified without calling it (see the module docstring)."""
-    writes = {name: tool.call.action for name, tool in probe.tools().items() if isinstance(tool, WriteTool)}
+    planned = {name: tool.as_write() for name, tool in probe.tools().items()}
+    writes = {name: write.call.action for name, write in planned.items() if write is not None}
     if not writes:
         return
     argument = probe.section.action_argument
@@ -323,22 +324,15 @@ def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
     for tool in catalog.values():
         hints = tool.tool.annotations
         assert hints is not None
-        tool_config = tool.config
-        if isinstance(tool_config, PassthroughTool):
-            action = f"tool {tool_config.source_name(tool.name)}"
-        elif isinstance(tool_config, PreviewTool):
-            action = tool_config.target.get.action
-        else:
-            action = tool_config.call.action
         rows.append(
             (
                 tool.name,
-                tool_config.kind,
+                tool.config.kind,
                 str(hints.read_only_hint).lower(),
                 str(hints.destructive_hint).lower(),
                 str(hints.idempotent_hint).lower(),
                 str(hints.open_world_hint).lower(),
-                action,
+                tool.config.backend_action(tool.name),
                 config.backend_of(tool.name),
             )
         )

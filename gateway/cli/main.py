@@ -287,9 +287,7 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
 
 def stdio_refusal(config: GatewayConfig) -> str | None:
     """Why the gateway will not serve over stdio with this config, or None."""
-    from gateway.config import WriteTool
-
-    url_tools = [name for name, tool in config.tools.items() if isinstance(tool, WriteTool) and "url" in tool.modes()]
+    url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]
     if url_tools and config.approvals.public_url is None:
         return (
             f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and over "
@@ -302,7 +300,6 @@ def stdio_refusal(config: GatewayConfig) -> str | None:
 def lease_refusal(config: GatewayConfig) -> str | None:
     """Why a Redis store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
     None."""
-    from gateway.config import PassthroughTool, WriteTool
     from gateway.stores.redis_url import lease_refusal
 
     timeouts = {}
@@ -310,10 +307,9 @@ def lease_refusal(config: GatewayConfig) -> str | None:
         table = "backend" if section is config.backend else f"backends.{name}"
         timeouts[f"{table}.call_timeout_seconds"] = section.call_timeout_seconds
     for name, tool in config.tools.items():
-        if isinstance(tool, WriteTool) and tool.call.timeout_seconds is not None:
-            timeouts[f"tools.{name}.call.timeout_seconds"] = tool.call.timeout_seconds
-        if isinstance(tool, PassthroughTool) and tool.writes and tool.timeout_seconds is not None:
-            timeouts[f"tools.{name}.timeout_seconds"] = tool.timeout_seconds
+        timeout = tool.write_timeout()
+        if timeout is not None:
+            timeouts[f"tools.{name}.{timeout[0]}"] = timeout[1]
     return lease_refusal(config.gateway.store, timeouts)
 
 

@@ -3,8 +3,9 @@
 A bad file fails at start with one sentence per problem naming the TOML key, for example
 ``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
-call backs which tool) and ``passthrough`` (a backend's own tools, published on purpose); this module joins them
-into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
+call backs which tool), ``kinds`` (the read, preview and write tools, each kind answering for itself; ``face``
+holds what they show a client) and ``passthrough`` (a backend's own tools, published on purpose); this module
+joins them into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
 
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
 table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
@@ -24,19 +25,10 @@ from pydantic import Field, ValidationError, model_validator
 from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.expressions import names_in
-from gateway.config.mapping import (
-    Call,
-    InputField,
-    Lookup,
-    OutputField,
-    PreviewTool,
-    ReadTool,
-    SummaryField,
-    Target,
-    ToolAccess,
-    WriteTool,
-)
-from gateway.config.passthrough import SPEC_DEFAULTS, Hints, PassthroughTool
+from gateway.config.face import Hints
+from gateway.config.kinds import PreviewTool, ReadTool, ToolKind, WriteTool
+from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
+from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool
 from gateway.config.sections import (
     AuditStreamSection,
     AuthSection,
@@ -84,8 +76,8 @@ __all__ = [
     "StaticToken",
     "SummaryField",
     "Target",
-    "ToolAccess",
     "ToolConfig",
+    "ToolKind",
     "Webhook",
     "WriteTool",
     "load_config",
@@ -102,7 +94,6 @@ class ConfigError(Exception):
     """The configuration file is missing, unreadable or invalid."""
 
 
-DEFAULT_SCOPES = {"read": ["tenants:read"], "preview": ["tenants:read"], "write": ["tenants:reset"]}
 DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -127,31 +118,13 @@ class GatewayConfig(Model):
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayConfig:
         for name, tool in self.tools.items():
-            if isinstance(tool, PreviewTool):
-                for field_name, field in tool.inputs.items():
-                    if field.enum_from is not None and field.enum_from not in self.lookups:
-                        raise ValueError(
-                            f"tools.{name}.inputs.{field_name}.enum_from: no lookup named {field.enum_from!r}"
-                        )
-                for field_name, summary in tool.summary.items():
-                    if summary.lookup is not None and summary.lookup not in self.lookups:
-                        raise ValueError(
-                            f"tools.{name}.summary.{field_name}.lookup: no lookup named {summary.lookup!r}"
-                        )
-            if isinstance(tool, WriteTool):
-                preview = self.tools.get(tool.preview)
-                if not isinstance(preview, PreviewTool):
-                    raise ValueError(f"tools.{name}.preview must name a tool of kind 'preview'")
-                unknown = names_in(tool.call.payload) - preview.template_names()
-                if unknown:
-                    raise ValueError(
-                        f"tools.{name}.call.payload uses {{{sorted(unknown)[0]}}}; "
-                        f"available: {', '.join(sorted(preview.template_names()))}"
-                    )
-                extra = set(tool.result) - set(preview.summary)
-                if extra:
-                    raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
-                self._check_url_mode(name, tool)
+            for key, lookup in tool.lookups_named().items():
+                if lookup not in self.lookups:
+                    raise ValueError(f"tools.{name}.{key}: no lookup named {lookup!r}")
+            write = tool.as_write()
+            if write is not None:
+                self._check_plans(name, write)
+                self._check_url_mode(name, write)
         return self
 
     @model_validator(mode="after")
@@ -169,14 +142,12 @@ class GatewayConfig(Model):
             for name, entry in entries.items():
                 if entry.backend is not None and entry.backend not in names:
                     raise ValueError(f"{kind}.{name}.backend: no backend named {entry.backend!r}")
-                if entry.backend is None and len(names) > 1 and not isinstance(entry, WriteTool):
+                inherits = kind == "tools" and self.tools[name].as_write() is not None  # its preview's backend
+                if entry.backend is None and len(names) > 1 and not inherits:
                     raise ValueError(f"{kind}.{name}.backend: {several}")
         for name, tool in self.tools.items():
-            if (
-                isinstance(tool, WriteTool)
-                and tool.backend is not None
-                and tool.backend != self.backend_of(tool.preview)
-            ):
+            write = tool.as_write()
+            if write is not None and write.backend is not None and write.backend != self.backend_of(write.preview):
                 raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
         return self
 
@@ -188,13 +159,29 @@ class GatewayConfig(Model):
     def backend_of(self, tool: str) -> str:
         """The name of the backend that serves a tool (a write tool: its preview's)."""
         config = self.tools[tool]
-        if isinstance(config, WriteTool) and config.backend is None:
-            return self.backend_of(config.preview)
+        write = config.as_write()
+        if write is not None and write.backend is None:
+            return self.backend_of(write.preview)
         return config.backend or next(iter(self.backend_sections()))
 
     def lookup_backend(self, lookup: str) -> str:
         """The name of the backend a lookup is read from."""
         return self.lookups[lookup].backend or next(iter(self.backend_sections()))
+
+    def _check_plans(self, name: str, tool: WriteTool) -> None:
+        named = self.tools.get(tool.preview)
+        preview = named.as_preview() if named is not None else None
+        if preview is None:
+            raise ValueError(f"tools.{name}.preview must name a tool of kind 'preview'")
+        unknown = names_in(tool.call.payload) - preview.template_names()
+        if unknown:
+            raise ValueError(
+                f"tools.{name}.call.payload uses {{{sorted(unknown)[0]}}}; "
+                f"available: {', '.join(sorted(preview.template_names()))}"
+            )
+        extra = set(tool.result) - set(preview.summary)
+        if extra:
+            raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
 
     def _check_url_mode(self, name: str, tool: WriteTool) -> None:
         for number, rule in enumerate(tool.approval):
@@ -226,33 +213,31 @@ class GatewayConfig(Model):
     def write_tools(self) -> list[str]:
         """The tools that ask the user before they write: planned writes, and pass-through tools that are not
         read-only."""
-        return [
-            name
-            for name, tool in self.tools.items()
-            if isinstance(tool, WriteTool) or (isinstance(tool, PassthroughTool) and tool.writes)
-        ]
+        return [name for name, tool in self.tools.items() if tool.writes]
 
-    def write_tool_for(self, preview: str) -> str:
-        """The write tool whose plans the named preview issues."""
+    def write_tool_for(self, preview: str) -> tuple[str, WriteTool]:
+        """The write tool whose plans the named preview issues, by name."""
         for name, tool in self.tools.items():
-            if isinstance(tool, WriteTool) and tool.preview == preview:
-                return name
+            write = tool.as_write()
+            if write is not None and write.preview == preview:
+                return name, write
         raise ConfigError(f"no write tool names {preview!r} as its preview")
 
     def scopes_of(self, name: str) -> list[str]:
         """The scopes a caller needs for a tool (its own, or the default for its kind)."""
         tool = self.tools[name]
-        if tool.scopes is not None:
-            return tool.scopes
-        if isinstance(tool, PassthroughTool):
-            return DEFAULT_SCOPES["write" if tool.writes else "read"]
-        return DEFAULT_SCOPES[tool.kind]
+        return tool.scopes if tool.scopes is not None else tool.default_scopes()
 
     def preview_of(self, write: WriteTool) -> PreviewTool:
         """The preview tool that issues a write tool's plans."""
-        preview = self.tools[write.preview]
-        assert isinstance(preview, PreviewTool)
+        preview = self.tools[write.preview].as_preview()
+        assert preview is not None  # checked when the config was read
         return preview
+
+    def preview_for(self, name: str) -> PreviewTool | None:
+        """The preview whose inputs and plan a tool's schemas show (a preview's own, a write's preview's), or None."""
+        preview = self.tools[name].schema_preview(name)
+        return self.tools[preview].as_preview() if preview is not None else None
 
 
 def load_config(path: str | Path | None = None) -> GatewayConfig:

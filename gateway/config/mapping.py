@@ -3,20 +3,19 @@
 A ``Call`` is one god-tool action with a payload template (gateway.config.expressions) and the path of its useful data;
 it is also the one interpreter of that mapping (``payload_for``, ``data_of``), for reads and writes alike. A
 ``Target`` knows where its version and its protection sit in the backend's state. A read, preview or write tool
-is built from calls, a target, input and output fields.
+(gateway.config.kinds) is built from these pieces: calls, a target, input, summary and output fields.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from gateway.config.approvals import ApprovalRule
 from gateway.config.expressions import MISSING, at_path, names_in, render
-from gateway.config.sections import Model, RateLimit
+from gateway.config.sections import Model
 from gateway.errors import Code
 from gateway.records import Reply
 
@@ -82,34 +81,6 @@ class OutputField(Model):
 
     source: str = Field(alias="from")
     json_schema: dict[str, Any] = Field(alias="schema")
-
-
-class ToolAccess(Model):
-    """Which backend serves a tool, who may see and call it, and how often: scopes, visibility, a rate limit."""
-
-    backend: str | None = None
-    scopes: list[str] | None = None
-    hidden_when_unauthorized: bool = True
-    rate_limit: RateLimit | None = None
-
-
-class ReadTool(ToolAccess):
-    kind: Literal["read"]
-    call: Call
-    title: str | None = None
-    description: str
-    items_key: str = "items"
-    sort_key: str = "id"
-    listing_seconds: float = Field(5.0, ge=0)
-    fields: dict[str, OutputField]
-    default_limit: int = Field(20, ge=1)
-    max_limit: int = Field(50, ge=1, le=50)
-
-    @model_validator(mode="after")
-    def _default_within_max(self) -> ReadTool:
-        if self.default_limit > self.max_limit:
-            raise ValueError("default_limit must not exceed max_limit")
-        return self
 
 
 class Target(Model):
@@ -181,94 +152,3 @@ class SummaryField(Model):
         if self.lookup is not None and self.key is None:
             raise ValueError("a summary field from a lookup needs 'key' (the argument whose value selects the entry)")
         return self
-
-
-class PreviewTool(ToolAccess):
-    kind: Literal["preview"]
-    title: str | None = None
-    description: str
-    target: Target
-    inputs: dict[str, InputField]
-    summary: dict[str, SummaryField] = {}
-    message: str
-    plan_ttl_seconds: int = Field(600, ge=1)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> PreviewTool:
-        targets = [name for name, field in self.inputs.items() if field.target]
-        if len(targets) != 1:
-            raise ValueError("exactly one input must have target = true")
-        for name, field in self.summary.items():
-            if field.key is not None and field.key not in self.inputs:
-                raise ValueError(f"summary.{name}.key names {field.key!r}, which is not an input")
-        overlap = set(self.inputs) & set(self.summary)
-        if overlap:
-            raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
-        version = self.target.version_output
-        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed", "approval"}:
-            raise ValueError(f"target.version_output {version!r} is already a field of the output")
-        unknown = names_in(self.message) - self.template_names()
-        if unknown:
-            raise ValueError(
-                f"message uses {{{sorted(unknown)[0]}}}; available: {', '.join(sorted(self.template_names()))}"
-            )
-        return self
-
-    @property
-    def target_input(self) -> str:
-        """The input that names the target."""
-        return next(name for name, field in self.inputs.items() if field.target)
-
-    def template_names(self) -> set[str]:
-        """The names a message or write payload may use."""
-        return {"target_id", "version", "noun", *self.inputs, *self.summary}
-
-    @property
-    def lookups_used(self) -> list[str]:
-        """The lookups the summary reads, each once."""
-        return sorted({field.lookup for field in self.summary.values() if field.lookup is not None})
-
-    def summary_of(
-        self, arguments: Mapping[str, Any], state: Any, tables: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        """The numbers a plan states, from the target's state and the lookup tables (MISSING where absent)."""
-        values = {}
-        for name, field in self.summary.items():
-            if field.target is not None:
-                values[name] = at_path(state, field.target)
-            else:
-                assert field.lookup is not None and field.key is not None
-                values[name] = tables.get(field.lookup, {}).get(str(arguments.get(field.key)), MISSING)
-        return values
-
-
-class WriteTool(ToolAccess):
-    kind: Literal["write"]
-    preview: str
-    call: Call
-    title: str | None = None
-    description: str
-    result: dict[str, str] = {}
-    version_from: str | None = None
-    destructive: bool = True
-    open_world: bool = False
-    confirm: Literal["boolean", "typed", "url"] = "boolean"
-    approvers: int = Field(1, ge=1, le=10)
-    four_eyes: bool = False
-    approval: list[ApprovalRule] = []
-    """Ordered rules choosing each plan's mode; none holding (or none given) leaves ``confirm``."""
-    prompt_timeout_seconds: float = Field(300.0, gt=0)
-    idempotency_retention_seconds: int = Field(86_400, ge=60)
-
-    @model_validator(mode="after")
-    def _approvers_need_the_page(self) -> WriteTool:
-        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
-            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
-        names = [rule.name for rule in self.approval]
-        if len(names) != len(set(names)):
-            raise ValueError("every approval rule needs its own name")
-        return self
-
-    def modes(self) -> set[str]:
-        """Every confirmation mode a plan of this tool can get (``boolean`` for a form)."""
-        return {self.confirm, *("boolean" if rule.mode == "form" else rule.mode for rule in self.approval)}

@@ -15,29 +15,15 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from gateway.config.mapping import ToolAccess
-from gateway.config.sections import Model
+from gateway.config.expressions import names_in
+from gateway.config.face import IDEMPOTENCY_KEY, Face, Hints, Misfit
+from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, Sources, ToolKind
 
 SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 """What a client assumes for a hint a tool does not state (MCP 2025-11-25, ToolAnnotations)."""
 
 
-class Hints(Model):
-    """All four annotations, each stated by the operator (none has a default)."""
-
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Hints:
-        if self.read_only and self.destructive:
-            raise ValueError("a read-only tool cannot be destructive: set destructive = false")
-        return self
-
-
-class PassthroughTool(ToolAccess):
+class PassthroughTool(ToolKind):
     kind: Literal["passthrough"]
     source: str | None = None
     title: str | None = None
@@ -69,3 +55,61 @@ class PassthroughTool(ToolAccess):
     def source_name(self, published: str) -> str:
         """The backend's name for this tool."""
         return self.source or published
+
+    @property
+    def relays(self) -> bool:
+        return True
+
+    def default_scopes(self) -> list[str]:
+        return WRITE_SCOPES if self.writes else READ_SCOPES
+
+    def modes(self) -> set[str]:
+        return {self.confirm} if self.writes else set()
+
+    def prompt_seconds(self) -> float:
+        return self.prompt_timeout_seconds
+
+    def write_timeout(self) -> tuple[str, float] | None:
+        seconds = self.timeout_seconds
+        return None if seconds is None or not self.writes else ("timeout_seconds", seconds)
+
+    def backend_action(self, name: str) -> str:
+        return f"tool {self.source_name(name)}"
+
+    def face(self, name: str, sources: Sources) -> Face:
+        """The backend's own tool under the operator's name, hints and schemas. A tool that writes gets the
+        gateway's ``idempotencyKey`` input and ``replayed`` output."""
+        source = self.source_name(name)
+        found = next((tool for tool in sources.listing if tool.name == source), None)
+        if found is None:
+            listed = sorted(tool.name for tool in sources.listing)
+            raise Misfit(f"tools.{name}.source", f"the backend has no tool {source!r}; it has {listed}")
+        if self.input_schema is not None:
+            inputs = dict(self.input_schema)
+        else:  # strict, like every published tool: only the arguments the backend declares are passed on
+            inputs = {**found.input_schema, "additionalProperties": False}
+        outputs = self.output_schema if self.output_schema is not None else found.output_schema
+        if outputs is None:
+            raise Misfit(f"tools.{name}.output_schema", f"{source} declares no outputSchema; state one here")
+        if inputs.get("type") != "object" or outputs.get("type") != "object":
+            raise Misfit(f"tools.{name}.source", f"{source}'s schemas are not of type 'object'")
+        properties = inputs.get("properties", {})
+        if self.writes:
+            inputs = _with_property(name, inputs, "idempotencyKey", IDEMPOTENCY_KEY, "input_schema")
+            outputs = _with_property(name, outputs, "replayed", {"type": "boolean"}, "output_schema")
+        if self.target_argument is not None and self.target_argument not in properties:
+            raise Misfit(f"tools.{name}.target_argument", f"{source} has no argument {self.target_argument!r}")
+        unknown = names_in(self.message or "") - {"tool", "arguments", *properties}
+        if unknown:
+            raise Misfit(
+                f"tools.{name}.message", f"uses {{{sorted(unknown)[0]}}}, which is not an argument of {source}"
+            )
+        return Face(self.title or found.title, self.description or found.description, inputs, outputs, self.annotations)
+
+
+def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: Any, key: str) -> dict[str, Any]:
+    properties = schema.get("properties", {})
+    if prop in properties:
+        raise Misfit(f"tools.{name}.{key}", f"already has a {prop!r} property, which the gateway adds itself")
+    required = [*schema.get("required", []), prop]
+    return {**schema, "properties": {**properties, prop: prop_schema}, "required": required}

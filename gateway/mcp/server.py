@@ -20,18 +20,13 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from gateway.catalog.published import PublishedTool, named_version, refuse_oversized
-from gateway.config import PassthroughTool, ReadTool, WriteTool
+from gateway.catalog.published import PublishedTool, refuse_oversized
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity.caller import authorize, current_caller, current_scopes, is_visible, unknown_tool
 from gateway.identity.principal import readable
 from gateway.observability import logs, tracing
 from gateway.runtime import Gateway
-from gateway.tools import passthrough
-from gateway.tools.listing import list_page
-from gateway.tools.preview import preview
-from gateway.write.planned import WriteCall, run_write
-from gateway.write.progress import Progress
+from gateway.tools.kinds import Request, kind_of
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -155,28 +150,14 @@ async def _call(
     params: types.CallToolRequestParams,
 ) -> types.CallToolResult | types.InputRequiredResult:
     caller = current_caller(gw.config.gateway.stdio_caller)
-    config = published.config
 
     def admit() -> Awaitable[dict[str, Any]]:  # steps 1-2, run where each tool needs them
         return _admitted(gw, published, params)
 
-    if isinstance(config, WriteTool):
-        plans = gw.config.preview_of(config)
-        call = WriteCall(gw, published.name, caller, progress=Progress(ctx.session), config=config, preview=plans)
-        outcome = await run_write(call, ctx, params, admit)
-        if isinstance(outcome, types.InputRequiredResult):
-            return outcome
-        return _written(published, named_version(outcome, plans.target.version_output))
-    if isinstance(config, PassthroughTool):
-        answer = await passthrough.run(gw, published, config, caller, ctx, params, admit)
-        if isinstance(answer, types.InputRequiredResult):
-            return answer
-        return _written(published, answer) if config.writes else _success(published, answer)
-    args = await admit()
-    if isinstance(config, ReadTool):
-        return _success(published, await list_page(gw, published.name, config, args))
-    body = await preview(gw, published.name, config, args, caller)
-    return _success(published, named_version(body, config.target.version_output))
+    answer = await kind_of(published.config).call(Request(gw, published, caller, ctx, params, admit))
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    return _written(published, answer) if published.config.writes else _success(published, answer)
 
 
 async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
@@ -217,9 +198,5 @@ def error_result(err: ToolError) -> types.CallToolResult:
 
 
 def _longest_prompt(gw: Gateway) -> float:
-    timeouts = [
-        tool.prompt_timeout_seconds
-        for tool in gw.config.tools.values()
-        if isinstance(tool, WriteTool | PassthroughTool)
-    ]
+    timeouts = [seconds for tool in gw.config.tools.values() if (seconds := tool.prompt_seconds()) is not None]
     return max(timeouts, default=300.0)

@@ -129,11 +129,7 @@ def answer_of(published: PublishedTool, reply: Reply | None) -> dict[str, Any] |
     body = reply.json()
     if not isinstance(body, dict):
         return None
-    checked = (
-        {**body, "replayed": False}
-        if isinstance(published.config, PassthroughTool) and published.config.writes
-        else body
-    )
+    checked = {**body, "replayed": False} if published.config.writes else body
     try:
         published.validate_output(checked)
     except ValueError:

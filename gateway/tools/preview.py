@@ -34,8 +34,8 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     fitting = {config.target_input: target_id, **summary, config.target.version_output: version}
     _require_fitting((await gw.catalog())[name], fitting)
     arguments = {**args, config.target_input: target_id}
-    write_name = gw.config.write_tool_for(name)
-    choice = await _confirmation(gw, write_name, target_id, state, summary, arguments)
+    write_name, write = gw.config.write_tool_for(name)
+    choice = await _confirmation(gw, write_name, write, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
@@ -98,11 +98,15 @@ def _require_fitting(published: PublishedTool, values: dict[str, Any]) -> None:
 
 
 async def _confirmation(
-    gw: Gateway, write_name: str, target_id: str, state: dict[str, Any], summary: dict[str, Any], args: dict[str, Any]
+    gw: Gateway,
+    write_name: str,
+    write: WriteTool,
+    target_id: str,
+    state: dict[str, Any],
+    summary: dict[str, Any],
+    args: dict[str, Any],
 ) -> Choice:
     """The confirmation the plan will need, by the write tool's approval rules; ``denied`` refuses here."""
-    write = gw.config.tools[write_name]
-    assert isinstance(write, WriteTool)
     caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
     writes: dict[str, dict[str, int]] = {}
     if counts_writes(write):
