@@ -24,6 +24,7 @@ import hmac
 import logging
 import secrets
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
@@ -38,6 +39,7 @@ from gateway.approvals.lifecycle import (
     Refused,
     State,
     approval_facts,
+    approval_url,
     approved_by,
     decide,
     may_decide,
@@ -99,7 +101,12 @@ class ApprovalPage:
             self.oidc = OidcClient(config.oidc, issuer, f"{gw.approvals_url}/approvals/callback")
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
         self.templates.filters.update(
-            quoted=quoted, shown=shown, when=rfc3339, quoted_value=_quoted_value, caller=_caller
+            quoted=quoted,
+            shown=shown,
+            when=rfc3339,
+            quoted_value=_quoted_value,
+            caller=_caller,
+            approval_path=partial(approval_url, ""),
         )
 
     def routes(self) -> list[Route]:
@@ -180,7 +187,7 @@ class ApprovalPage:
         session = self._session(request)
         approval_id = request.path_params["approval_id"]
         if session is None:
-            return self._to_login(f"/approvals/{quote(approval_id, safe='')}")
+            return self._to_login(approval_url("", approval_id))
         approval = await self.gw.store.get_approval(approval_id)
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
@@ -205,7 +212,7 @@ class ApprovalPage:
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         suffix = f"?notice={refused.value}" if refused is not None else ""
-        return self._redirect(f"/approvals/{quote(approval_id, safe='')}{suffix}")
+        return self._redirect(approval_url("", approval_id) + suffix)
 
     async def login_form(self, request: Request) -> Response:
         target = _safe_next(request.query_params.get("next"))
@@ -325,9 +332,8 @@ class ApprovalPage:
         return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
 
     def _json(self, approval: Approval, now: float, person: str) -> dict[str, Any]:
-        url = f"{self.gw.approvals_url}/approvals/{approval.approval_id}"
         return {
-            **approval_facts(approval, url),
+            **approval_facts(approval, approval_url(self.gw.approvals_url or "", approval.approval_id)),
             "state": state(approval, now).value,
             "approvedBy": approved_by(approval),
             "yours": not may_decide(approval, person),
