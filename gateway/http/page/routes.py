@@ -11,8 +11,10 @@
     GET  /approvals/callback     back from the identity provider
     POST /approvals/logout
 
-Every answer is ``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and
-forms (``frame-ancestors 'none'``: no other page can frame it and trick a click). Every value that came from the
+Every answer, the JSON API's and a store failure's (one exception handler, ``store_unavailable``) included, is
+``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and forms
+(``frame-ancestors 'none'``: no other page can frame it and trick a click). Every form POST passes one guard
+(``_form_from_page``): this page's own origin and the CSRF token it was given. Every value that came from the
 backend or the caller is HTML-escaped by the templates and shown quoted, with invisible characters spelled out
 (gateway/text.py). A decision is stored with a compare-and-set on the approval's revision, so two approvers
 deciding at once on two replicas both count (or one is refused by the rules), never lost.
@@ -30,6 +32,7 @@ from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -82,11 +85,6 @@ class Row:
     own: bool
 
 
-def approval_routes(gw: Gateway) -> list[Route]:
-    """The page's routes over a running gateway."""
-    return ApprovalPage(gw).routes()
-
-
 class ApprovalPage:
     """The page's handlers, sharing the templates, the session signer and the login client."""
 
@@ -133,10 +131,10 @@ class ApprovalPage:
 
     async def batch(self, request: Request) -> Response:
         """Several selected approvals decided in one step; each is still its own decision and audit entry."""
-        session = self._session(request)
-        form = await request.form()
-        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
-            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        posted = await self._signed_in_form(request)
+        if posted is None:
+            return self._forged()
+        session, form = posted
         verdict = form.get("decision")
         chosen = [value for value in form.getlist("approval") if isinstance(value, str)]
         if verdict not in ("approve", "reject") or not chosen:
@@ -144,10 +142,7 @@ class ApprovalPage:
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         results = []
         for approval_id in dict.fromkeys(chosen):
-            try:
-                approval, refused = await self._decide(approval_id, session, answer)
-            except StoreUnavailable:
-                return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+            approval, refused = await self._decide(approval_id, session, answer)
             outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
             results.append((approval_id, outcome))
         return self._render("list.html", session, rows=await self._rows(session.person), results=results)
@@ -158,7 +153,7 @@ class ApprovalPage:
             return _unauthorized()
         now = self.gw.clock()
         rows = await self._rows(approver.person)
-        return JSONResponse({"approvals": [self._json(row.approval, now, approver.person) for row in rows]})
+        return _api_answer({"approvals": [self._json(row.approval, now, approver.person) for row in rows]})
 
     async def api_decision(self, request: Request) -> Response:
         approver = self._bearer(request)
@@ -170,17 +165,17 @@ class ApprovalPage:
             body = None
         verdict = body.get("decision") if isinstance(body, dict) else None
         if verdict not in ("approve", "reject"):
-            return JSONResponse({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, status_code=400)
+            return _api_answer({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, 400)
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         session = Session(approver.person, approver.name, "", 0.0)
         approval, refused = await self._decide(request.path_params["approval_id"], session, answer)
         if approval is None:
-            return JSONResponse({"error": "no such approval"}, status_code=404)
+            return _api_answer({"error": "no such approval"}, 404)
         now = self.gw.clock()
         found = await self.gw.store.get_approval(approval.approval_id) or approval
-        return JSONResponse(
+        return _api_answer(
             {**self._json(found, now, approver.person), "refused": refused.value if refused else None},
-            status_code=409 if refused else 200,
+            409 if refused else 200,
         )
 
     async def detail(self, request: Request) -> Response:
@@ -195,20 +190,15 @@ class ApprovalPage:
         return self._detail(session, approval, REFUSALS.get(Refused(notice)) if notice in set(Refused) else None)
 
     async def decision(self, request: Request) -> Response:
-        session = self._session(request)
-        form = await request.form()
-        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
-            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        posted = await self._signed_in_form(request)
+        if posted is None:
+            return self._forged()
+        session, form = posted
         verdict = form.get("decision")
         if verdict not in ("approve", "reject"):
             return self._message(session, "Refused", "Choose Approve or Reject.", 400)
         approval_id = request.path_params["approval_id"]
-        try:
-            approval, refused = await self._decide(
-                approval_id, session, "approve" if verdict == "approve" else "reject"
-            )
-        except StoreUnavailable:
-            return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+        approval, refused = await self._decide(approval_id, session, "approve" if verdict == "approve" else "reject")
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         suffix = f"?notice={refused.value}" if refused is not None else ""
@@ -232,9 +222,9 @@ class ApprovalPage:
 
     async def login_with_token(self, request: Request) -> Response:
         kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
-        form = await request.form()
-        if kept is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), kept.get("csrf")):
-            return self._message(None, "Refused", "This form did not come from the sign-in page.", 403)
+        form = await self._form_from_page(request, kept.get("csrf") if kept is not None else None)
+        if kept is None or form is None:
+            return self._forged("the sign-in page")
         token = form.get("token")
         approver = token_approver(self.gw.config.approvals.tokens, token) if isinstance(token, str) else None
         if approver is None:
@@ -260,17 +250,23 @@ class ApprovalPage:
         return self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def logout(self, request: Request) -> Response:
-        session = self._session(request)
-        form = await request.form()
-        if session is not None and self._same_origin(request) and _token_matches(form.get("csrf"), session.csrf):
-            response = self._message(None, "Signed out", "You are signed out.", 200)
-            response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
-            return response
-        return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        if await self._signed_in_form(request) is None:
+            return self._forged()
+        response = self._message(None, "Signed out", "You are signed out.", 200)
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+        return response
 
     async def stylesheet(self, request: Request) -> Response:
         css = (TEMPLATES / "page.css").read_text()
         return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=300"})
+
+    async def store_unavailable(self, request: Request, exc: Exception) -> Response:
+        """The one answer of every page route whose store cannot be reached: 503 with the page's headers."""
+        log.warning("approval page: the store is unavailable (%s)", type(exc).__name__)
+        if request.url.path.startswith("/approvals/api/"):
+            return _api_answer({"error": "the gateway's store cannot be reached right now; try again"}, 503)
+        text = "The gateway's store cannot be reached right now."
+        return self._message(self._session(request), "Try again", text, 503)
 
     async def _decide(
         self, approval_id: str, session: Session, verdict: Literal["approve", "reject"]
@@ -369,6 +365,17 @@ class ApprovalPage:
     def _session(self, request: Request) -> Session | None:
         return self.sessions.read(request.cookies.get(SESSION_COOKIE), self.gw.clock())
 
+    async def _signed_in_form(self, request: Request) -> tuple[Session, FormData] | None:
+        """The signed-in session and the form it POSTed from this page, or None."""
+        session = self._session(request)
+        form = await self._form_from_page(request, session.csrf if session is not None else None)
+        return (session, form) if session is not None and form is not None else None
+
+    async def _form_from_page(self, request: Request, csrf: str | None) -> FormData | None:
+        """The POSTed form when it came from this page: its own origin, with the CSRF token it was given."""
+        form = await request.form()
+        return form if self._same_origin(request) and _token_matches(form.get("csrf"), csrf) else None
+
     def _same_origin(self, request: Request) -> bool:
         """A POST from a page of another origin is refused (the CSRF token is the main guard; this is a second)."""
         origin = request.headers.get("origin")
@@ -394,13 +401,19 @@ class ApprovalPage:
     def _to_login(self, target: str) -> RedirectResponse:
         return self._redirect(f"/approvals/login?next={quote(target, safe='/')}")
 
+    def _forged(self, page: str = "your signed-in page") -> HTMLResponse:
+        return self._message(None, "Refused", f"This form did not come from {page}.", 403)
+
+
+def _api_answer(body: dict[str, Any], status: int = 200) -> JSONResponse:
+    """A JSON answer of the API, with the page's headers (``no-store``: it lists who asked for what)."""
+    return JSONResponse(body, status_code=status, headers=HEADERS)
+
 
 def _unauthorized() -> JSONResponse:
-    return JSONResponse(
-        {"error": "send an approver token: Authorization: Bearer <token>"},
-        status_code=401,
-        headers={**HEADERS, "WWW-Authenticate": "Bearer"},
-    )
+    response = _api_answer({"error": "send an approver token: Authorization: Bearer <token>"}, 401)
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 def _token_matches(sent: Any, expected: Any) -> bool:
