@@ -73,9 +73,6 @@ class Code(StrEnum):
 
 
 NOUN = "{noun}"
-DEFAULT_NOUN = "tenant"
-"""The noun of the default config (gateway/config/gateway.toml): its target codes are ``tenant_not_found`` and
-``tenant_protected``."""
 
 
 @dataclass(frozen=True)

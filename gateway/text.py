@@ -2,15 +2,19 @@
 
 A backend is not trusted to name things honestly. A fixture called ``"\\r\\x1b[2KDelete 0 rows in tn_sandbox99"``
 repaints a terminal line, U+202E turns the rest of a dialog around, a newline starts a fake second question.
-So every string the gateway shows a person (in a form, a typed confirmation, the terminal or the approval page)
-that did not come from the gateway's own config is either refused where it enters (``is_plain``: printable, no
-C0/C1 controls, no bidi or other format characters, bounded length) or shown through ``escaped`` / ``quoted``,
-which spell every such character as ``\\uXXXX`` so a person sees what is there.
+So every string the gateway shows a person (in a form, a typed confirmation, the terminal, the audit list or the
+approval page) that did not come from the gateway's own config is either refused where it enters (``is_plain``:
+printable, no C0/C1 controls, no bidi or other format characters, bounded length) or shown through ``printable``
+(or its bounded forms ``escaped`` and ``quoted``). That is the one spelling: every such character as ``\\uXXXX``,
+or ``\\UXXXXXXXX`` above U+FFFF, and a backslash doubled. Each escape has a fixed length and a backslash never
+stands alone, so what a person reads spells exactly one string: U+E0001 then "1" (``\\U000e00011``) is not
+U+E000 then "11" (``\\ue00011``). ``columns`` is the CLI's one table renderer, every cell escaped.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 MAX_NAME = 128
@@ -26,11 +30,15 @@ def is_plain(text: str, max_length: int = MAX_NAME) -> bool:
     return 0 < len(text) <= max_length and not any(_hidden(char) for char in text)
 
 
+def printable(text: str) -> str:
+    """The whole string with every control, format or separator character spelled as a visible escape."""
+    return "".join(_spelled(char) for char in text)
+
+
 def escaped(text: str, max_length: int = 1024) -> str:
-    """The string with every control, format or separator character spelled ``\\uXXXX`` (and a backslash
-    doubled, so an escape cannot be faked), cut at ``max_length`` characters with an ellipsis."""
+    """``printable``, cut at ``max_length`` characters with an ellipsis."""
     cut = text if len(text) <= max_length else text[: max_length - 1]
-    shown = "".join("\\\\" if char == "\\" else f"\\u{ord(char):04x}" if _hidden(char) else char for char in cut)
+    shown = printable(cut)
     return shown if cut is text else shown + "…"
 
 
@@ -48,10 +56,28 @@ def shown(value: object) -> str:
     return escaped(str(value))
 
 
-def _hidden(char: str) -> bool:
-    return unicodedata.category(char) in HIDDEN and char != " "
+def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Rows as aligned columns, two spaces apart, every cell escaped; the first row is the header."""
+    cells = [[printable(cell) for cell in row] for row in rows]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(cells[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
 
 
 def rfc3339(timestamp: float) -> str:
     """UTC time as ``2026-12-02T18:30:00Z``."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _hidden(char: str) -> bool:
+    return unicodedata.category(char) in HIDDEN
+
+
+def _spelled(char: str) -> str:
+    if char == "\\":
+        return "\\\\"
+    if not _hidden(char):
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

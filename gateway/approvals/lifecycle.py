@@ -6,6 +6,7 @@ state      pending -> approved   when ``approvers_needed`` distinct people appro
 decide     adds one person's verdict; approving twice is idempotent; a settled approval takes no new
            verdict; with ``four_eyes`` the caller cannot decide their own write
 facts      an approval as JSON, the same in a webhook's notice and in the approval page's JSON API
+url        where an approval's page is: the one spelling of a link that reaches prompts, webhooks and the page
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 from dataclasses import replace
 from enum import StrEnum
 from typing import Any, Literal
+from urllib.parse import quote
 
 from gateway.identity.principal import readable
 from gateway.records import Approval, Decision, Plan
@@ -50,6 +52,11 @@ def approval_id_for(plan_id: str) -> str:
     itself (the link travels through browsers, chats and e-mail)."""
     digest = hashlib.sha256(b"gateway/approval/v1:" + plan_id.encode()).digest()
     return "ap_" + base64.urlsafe_b64encode(digest).decode().rstrip("=")[:22]
+
+
+def approval_url(base: str, approval_id: str) -> str:
+    """The approval's page under ``base`` (the page's public address, or "" for a path on the page itself)."""
+    return f"{base}/approvals/{quote(approval_id, safe='')}"
 
 
 def new_approval(

@@ -6,9 +6,8 @@ import dataclasses
 from typing import Any
 
 from gateway.identity.principal import readable
-from gateway.printable import columns
 from gateway.records import AuditEntry
-from gateway.text import rfc3339
+from gateway.text import columns, rfc3339
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -26,7 +25,7 @@ def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since:
 
 
 def table(entries: list[AuditEntry]) -> str:
-    """Entries as aligned columns, oldest first, every cell escaped (gateway.printable)."""
+    """Entries as aligned columns, oldest first, every cell escaped (gateway.text)."""
     rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "key")]
     for entry in entries:
         outcome = (

@@ -120,6 +120,8 @@ def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool, ask
             print(f"{escaped(approval_id)}: no such approval")
         elif body.get("refused"):
             print(f"{approval_id}: refused ({body['refused']}); state {body.get('state')}")
+        elif response.status_code != 200:
+            print(f"{approval_id}: not {verdict}d; the gateway answered HTTP {response.status_code}")
         else:
             print(f"{approval_id}: {verdict}d; state {body.get('state')}")
         refused = refused or response.status_code != 200

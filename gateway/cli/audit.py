@@ -1,7 +1,7 @@
 """``mcp-safety-gateway audit list | verify [--head SEQ:HASH] | head | trim --before TIME``.
 
 They open the configured store with the audit key ring (gateway/identity/secrets.py), never take it for serving, and
-print for an operator's terminal (every table cell escaped by gateway.printable). ``trim`` is the only one that
+print for an operator's terminal (every table cell escaped by gateway.text). ``trim`` is the only one that
 writes: one atomic step of the store that deletes the oldest entries and appends the checkpoint that keeps the
 rest verifiable (gateway.audit.chain).
 """
@@ -17,9 +17,9 @@ from datetime import datetime
 from gateway.audit import chain, display
 from gateway.config import GatewayConfig
 from gateway.identity.secrets import load_audit_keys
-from gateway.printable import printable
 from gateway.records import AuditEntry
 from gateway.stores import open_store
+from gateway.text import printable
 
 PROGRAM = "mcp-safety-gateway audit"
 

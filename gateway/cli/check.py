@@ -37,8 +37,8 @@ from gateway.config import (
 )
 from gateway.config.expressions import MISSING, at_path
 from gateway.errors import Code, ToolError
-from gateway.printable import columns, printable
 from gateway.runtime import load_catalog
+from gateway.text import columns, printable, quoted
 
 PROBE_ID = "__gateway_check_absent__"
 
@@ -118,7 +118,6 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
     from gateway.approvals.policy import choose, facts, public_mode
     from gateway.cli.call.terminal import UsageError, parse_pairs
     from gateway.identity.caller import caller_facts
-    from gateway.text import quoted
     from gateway.tools.preview import effect
 
     config = next(iter(probes.values())).config

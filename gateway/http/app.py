@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from typing import Any
 from urllib.parse import urlparse
 
 import anyio
@@ -24,7 +25,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, ExceptionHandler
 
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
@@ -95,10 +96,13 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
             yield
 
     routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+    handlers: dict[Any, ExceptionHandler] = {}
     if config.approvals.configured:
-        from gateway.http.page.routes import approval_routes  # Jinja2 and the page only where approvals are on
+        from gateway.http.page.routes import ApprovalPage  # Jinja2 and the page only where approvals are on
 
-        routes += approval_routes(gw)
+        page = ApprovalPage(gw)
+        routes += page.routes()
+        handlers[StoreUnavailable] = page.store_unavailable  # only the page's routes let it out
     if verifier is not None:
         routes += _metadata_routes(config)
     routes.append(Route("/mcp", endpoint))
@@ -107,7 +111,9 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         settings=security_settings(config),
         refuse_relayed=verifier is None and not insecure_without_auth,
     )
-    return Starlette(routes=routes, middleware=[edge, Middleware(BodyCap)], lifespan=lifespan)
+    return Starlette(
+        routes=routes, middleware=[edge, Middleware(BodyCap)], lifespan=lifespan, exception_handlers=handlers
+    )
 
 
 async def _backends_answer(gw: Gateway) -> dict[str, bool]:

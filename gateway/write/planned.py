@@ -39,8 +39,8 @@ from gateway.config.expressions import MISSING
 from gateway.crashpoints import crash_point
 from gateway.errors import Code, StoreUnavailable, ToolError
 from gateway.identity.caller import current_person
-from gateway.printable import printable
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
+from gateway.text import printable
 from gateway.write.ask import form, page
 from gateway.write.parts import Parts
 from gateway.write.progress import ASKING, CALLING, DONE, Reporter, silent
@@ -405,7 +405,7 @@ async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, 
 
 def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
     """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
-    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.printable), so a
+    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.text), so a
     refused call cannot put control or bidi characters into the trail an operator reads."""
     facts: dict[str, Any] = {}
     invalid: dict[str, str] = {}

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.config import parse_config
 from gateway.errors import StoreUnavailable
-from gateway.printable import HIDDEN, printable
+from gateway.text import HIDDEN, printable
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml
 from tests.support.profiles import TENANTS

@@ -11,6 +11,7 @@ from gateway.approvals.lifecycle import (
     Refused,
     State,
     approval_id_for,
+    approval_url,
     approved_by,
     binds,
     decide,
@@ -89,3 +90,9 @@ def test_an_expired_approval_takes_no_decision() -> None:
     with pytest.raises(DecisionRefused) as raised:
         decide(made, BOB, "Bob", "approve", PLAN.expires_at)
     assert raised.value.reason is Refused.EXPIRED
+
+
+def test_an_approval_link_is_one_path_segment_under_the_page_address() -> None:
+    approval_id = approval_id_for(PLAN.plan_id)
+    assert approval_url("https://gw.example:8443", approval_id) == f"https://gw.example:8443/approvals/{approval_id}"
+    assert approval_url("", "ap_a/../b?c") == "/approvals/ap_a%2F..%2Fb%3Fc"

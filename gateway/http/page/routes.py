@@ -5,17 +5,18 @@
     GET  /approvals/{id}         one write's facts in the gateway's own words, with Approve / Reject
     POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin
     GET  /approvals/api/open     the same list as JSON, for ``mcp-safety-gateway approvals`` (approver token)
-    POST /approvals/api/{id}     a decision as JSON ``{"decision"}`` (approver token; no cookies, so no CSRF)
+    POST /approvals/api/{id}     a decision as JSON ``{"decision"}``; these two are gateway/http/page/api.py
     GET  /approvals/login        approver token form, or off to the identity provider
     POST /approvals/login        an approver token
     GET  /approvals/callback     back from the identity provider
     POST /approvals/logout
 
-Every answer is ``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and
-forms (``frame-ancestors 'none'``: no other page can frame it and trick a click). Every value that came from the
+Every answer, the JSON API's and a store failure's (one exception handler, ``store_unavailable``) included, is
+``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and forms
+(``frame-ancestors 'none'``: no other page can frame it and trick a click). Every form POST passes one guard
+(``_form_from_page``): this page's own origin and the CSRF token it was given. Every value that came from the
 backend or the caller is HTML-escaped by the templates and shown quoted, with invisible characters spelled out
-(gateway/text.py). A decision is stored with a compare-and-set on the approval's revision, so two approvers
-deciding at once on two replicas both count (or one is refused by the rules), never lost.
+(gateway/text.py). Decisions from the forms and the API are recorded the same way (gateway/http/page/decisions.py).
 """
 
 from __future__ import annotations
@@ -23,66 +24,35 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.approvals.lifecycle import (
-    DecisionRefused,
-    Refused,
-    State,
-    approval_facts,
-    approved_by,
-    decide,
-    may_decide,
-    state,
-)
-from gateway.audit import trail
-from gateway.errors import StoreUnavailable
+from gateway.approvals.lifecycle import Refused, State, approval_url, approved_by, may_decide, state
+from gateway.http.page.api import ApprovalApi, api_answer
+from gateway.http.page.decisions import HEADERS, open_rows, record
 from gateway.http.page.login import Approver, LoginFailed, OidcClient, token_approver
 from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Session, Sessions, Signer
 from gateway.identity.principal import readable
-from gateway.records import Approval, AuditEntry
+from gateway.records import Approval
 from gateway.runtime import Gateway
 from gateway.text import quoted, rfc3339, shown
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",  # no-referrer would make the browser send Origin: null on our own POSTs
-    "X-Frame-Options": "DENY",
-}
 REFUSALS = {
     Refused.EXPIRED: "This approval has expired; nothing was recorded.",
     Refused.SETTLED: "This write was already decided; your answer was not recorded.",
     Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
 }
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the list."""
-
-    approval: Approval
-    state: str
-    own: bool
-
-
-def approval_routes(gw: Gateway) -> list[Route]:
-    """The page's routes over a running gateway."""
-    return ApprovalPage(gw).routes()
 
 
 class ApprovalPage:
@@ -93,13 +63,19 @@ class ApprovalPage:
         config = gw.config.approvals
         self.sessions = Sessions(gw.keys, config.session_seconds)
         self.login_state = Signer(gw.keys, "login")
+        self.api = ApprovalApi(gw)
         self.oidc: OidcClient | None = None
         issuer = gw.config.oidc_issuer()
         if config.login == "oidc" and config.oidc is not None and issuer is not None:
             self.oidc = OidcClient(config.oidc, issuer, f"{gw.approvals_url}/approvals/callback")
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
         self.templates.filters.update(
-            quoted=quoted, shown=shown, when=rfc3339, quoted_value=_quoted_value, caller=_caller
+            quoted=quoted,
+            shown=shown,
+            when=rfc3339,
+            quoted_value=_quoted_value,
+            caller=_caller,
+            approval_path=partial(approval_url, ""),
         )
 
     def routes(self) -> list[Route]:
@@ -107,8 +83,7 @@ class ApprovalPage:
         return [
             Route("/approvals", self.listing, methods=["GET"]),
             Route("/approvals", self.batch, methods=["POST"]),
-            Route("/approvals/api/open", self.api_open, methods=["GET"]),
-            Route("/approvals/api/{approval_id}", self.api_decision, methods=["POST"]),
+            *self.api.routes(),
             Route("/approvals/page.css", self.stylesheet, methods=["GET"]),
             Route("/approvals/login", self.login_form, methods=["GET"]),
             Route("/approvals/login", self.login_with_token, methods=["POST"]),
@@ -122,14 +97,14 @@ class ApprovalPage:
         session = self._session(request)
         if session is None:
             return self._to_login("/approvals")
-        return self._render("list.html", session, rows=await self._rows(session.person), results=None)
+        return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=None)
 
     async def batch(self, request: Request) -> Response:
         """Several selected approvals decided in one step; each is still its own decision and audit entry."""
-        session = self._session(request)
-        form = await request.form()
-        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
-            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        posted = await self._signed_in_form(request)
+        if posted is None:
+            return self._forged()
+        session, form = posted
         verdict = form.get("decision")
         chosen = [value for value in form.getlist("approval") if isinstance(value, str)]
         if verdict not in ("approve", "reject") or not chosen:
@@ -137,50 +112,16 @@ class ApprovalPage:
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         results = []
         for approval_id in dict.fromkeys(chosen):
-            try:
-                approval, refused = await self._decide(approval_id, session, answer)
-            except StoreUnavailable:
-                return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+            approval, refused = await record(self.gw, approval_id, session.person, session.name, answer)
             outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
             results.append((approval_id, outcome))
-        return self._render("list.html", session, rows=await self._rows(session.person), results=results)
-
-    async def api_open(self, request: Request) -> Response:
-        approver = self._bearer(request)
-        if approver is None:
-            return _unauthorized()
-        now = self.gw.clock()
-        rows = await self._rows(approver.person)
-        return JSONResponse({"approvals": [self._json(row.approval, now, approver.person) for row in rows]})
-
-    async def api_decision(self, request: Request) -> Response:
-        approver = self._bearer(request)
-        if approver is None:
-            return _unauthorized()
-        try:
-            body = await request.json()
-        except ValueError:
-            body = None
-        verdict = body.get("decision") if isinstance(body, dict) else None
-        if verdict not in ("approve", "reject"):
-            return JSONResponse({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, status_code=400)
-        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
-        session = Session(approver.person, approver.name, "", 0.0)
-        approval, refused = await self._decide(request.path_params["approval_id"], session, answer)
-        if approval is None:
-            return JSONResponse({"error": "no such approval"}, status_code=404)
-        now = self.gw.clock()
-        found = await self.gw.store.get_approval(approval.approval_id) or approval
-        return JSONResponse(
-            {**self._json(found, now, approver.person), "refused": refused.value if refused else None},
-            status_code=409 if refused else 200,
-        )
+        return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=results)
 
     async def detail(self, request: Request) -> Response:
         session = self._session(request)
         approval_id = request.path_params["approval_id"]
         if session is None:
-            return self._to_login(f"/approvals/{quote(approval_id, safe='')}")
+            return self._to_login(approval_url("", approval_id))
         approval = await self.gw.store.get_approval(approval_id)
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
@@ -188,24 +129,20 @@ class ApprovalPage:
         return self._detail(session, approval, REFUSALS.get(Refused(notice)) if notice in set(Refused) else None)
 
     async def decision(self, request: Request) -> Response:
-        session = self._session(request)
-        form = await request.form()
-        if session is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), session.csrf):
-            return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        posted = await self._signed_in_form(request)
+        if posted is None:
+            return self._forged()
+        session, form = posted
         verdict = form.get("decision")
         if verdict not in ("approve", "reject"):
             return self._message(session, "Refused", "Choose Approve or Reject.", 400)
         approval_id = request.path_params["approval_id"]
-        try:
-            approval, refused = await self._decide(
-                approval_id, session, "approve" if verdict == "approve" else "reject"
-            )
-        except StoreUnavailable:
-            return self._message(session, "Try again", "The gateway's store cannot be reached right now.", 503)
+        answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
+        approval, refused = await record(self.gw, approval_id, session.person, session.name, answer)
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         suffix = f"?notice={refused.value}" if refused is not None else ""
-        return self._redirect(f"/approvals/{quote(approval_id, safe='')}{suffix}")
+        return self._redirect(approval_url("", approval_id) + suffix)
 
     async def login_form(self, request: Request) -> Response:
         target = _safe_next(request.query_params.get("next"))
@@ -225,9 +162,9 @@ class ApprovalPage:
 
     async def login_with_token(self, request: Request) -> Response:
         kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
-        form = await request.form()
-        if kept is None or not self._same_origin(request) or not _token_matches(form.get("csrf"), kept.get("csrf")):
-            return self._message(None, "Refused", "This form did not come from the sign-in page.", 403)
+        form = await self._form_from_page(request, kept.get("csrf") if kept is not None else None)
+        if kept is None or form is None:
+            return self._forged("the sign-in page")
         token = form.get("token")
         approver = token_approver(self.gw.config.approvals.tokens, token) if isinstance(token, str) else None
         if approver is None:
@@ -253,54 +190,23 @@ class ApprovalPage:
         return self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def logout(self, request: Request) -> Response:
-        session = self._session(request)
-        form = await request.form()
-        if session is not None and self._same_origin(request) and _token_matches(form.get("csrf"), session.csrf):
-            response = self._message(None, "Signed out", "You are signed out.", 200)
-            response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
-            return response
-        return self._message(None, "Refused", "This form did not come from your signed-in page.", 403)
+        if await self._signed_in_form(request) is None:
+            return self._forged()
+        response = self._message(None, "Signed out", "You are signed out.", 200)
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
+        return response
 
     async def stylesheet(self, request: Request) -> Response:
         css = (TEMPLATES / "page.css").read_text()
         return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=300"})
 
-    async def _decide(
-        self, approval_id: str, session: Session, verdict: Literal["approve", "reject"]
-    ) -> tuple[Approval | None, Refused | None]:
-        """Record one decision with a compare-and-set, retrying when another decision landed first."""
-        for _ in range(8):
-            current = await self.gw.store.get_approval(approval_id)
-            if current is None:
-                return None, None
-            now = self.gw.clock()
-            try:
-                changed = decide(current, session.person, session.name, verdict, now)
-            except DecisionRefused as refused:
-                return current, refused.reason
-            if changed is current:
-                return current, None  # the same answer again: nothing to store
-            if await self.gw.store.replace_approval(changed):
-                await self._audit(changed, session, verdict, now)
-                settled = state(changed, now)
-                if settled in (State.APPROVED, State.REJECTED):
-                    self.gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
-                return changed, None
-        raise StoreUnavailable("the approval kept changing under this decision")
-
-    async def _audit(self, approval: Approval, session: Session, verdict: str, now: float) -> None:
-        entry = AuditEntry(
-            at=now,
-            caller=approval.caller,
-            tool=approval.tool,
-            outcome="approval",
-            plan_id=approval.plan_id,
-            target=approval.target,
-            version_before=approval.version,
-            confirmation=verdict,
-            extra={"mode": "url", "approver": session.name, "approval": approval.approval_id},
-        )
-        await trail.append(self.gw.store, entry)
+    async def store_unavailable(self, request: Request, exc: Exception) -> Response:
+        """The one answer of every page route whose store cannot be reached: 503 with the page's headers."""
+        log.warning("approval page: the store is unavailable (%s)", type(exc).__name__)
+        if request.url.path.startswith("/approvals/api/"):
+            return api_answer({"error": "the gateway's store cannot be reached right now; try again"}, 503)
+        text = "The gateway's store cannot be reached right now."
+        return self._message(self._session(request), "Try again", text, 503)
 
     def _detail(self, session: Session, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
@@ -318,26 +224,6 @@ class ApprovalPage:
             notice=notice,
             notice_kind="refused" if notice else "",
         )
-
-    async def _rows(self, person: str) -> list[Row]:
-        now = self.gw.clock()
-        approvals = await self.gw.store.open_approvals(now)
-        return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
-
-    def _json(self, approval: Approval, now: float, person: str) -> dict[str, Any]:
-        url = f"{self.gw.approvals_url}/approvals/{approval.approval_id}"
-        return {
-            **approval_facts(approval, url),
-            "state": state(approval, now).value,
-            "approvedBy": approved_by(approval),
-            "yours": not may_decide(approval, person),
-        }
-
-    def _bearer(self, request: Request) -> Approver | None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return None
-        return token_approver(self.gw.config.approvals.tokens, token.strip())
 
     def _signed_in(self, approver: Approver, target: str) -> Response:
         _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock())
@@ -362,6 +248,17 @@ class ApprovalPage:
 
     def _session(self, request: Request) -> Session | None:
         return self.sessions.read(request.cookies.get(SESSION_COOKIE), self.gw.clock())
+
+    async def _signed_in_form(self, request: Request) -> tuple[Session, FormData] | None:
+        """The signed-in session and the form it POSTed from this page, or None."""
+        session = self._session(request)
+        form = await self._form_from_page(request, session.csrf if session is not None else None)
+        return (session, form) if session is not None and form is not None else None
+
+    async def _form_from_page(self, request: Request, csrf: str | None) -> FormData | None:
+        """The POSTed form when it came from this page: its own origin, with the CSRF token it was given."""
+        form = await request.form()
+        return form if self._same_origin(request) and _token_matches(form.get("csrf"), csrf) else None
 
     def _same_origin(self, request: Request) -> bool:
         """A POST from a page of another origin is refused (the CSRF token is the main guard; this is a second)."""
@@ -388,13 +285,8 @@ class ApprovalPage:
     def _to_login(self, target: str) -> RedirectResponse:
         return self._redirect(f"/approvals/login?next={quote(target, safe='/')}")
 
-
-def _unauthorized() -> JSONResponse:
-    return JSONResponse(
-        {"error": "send an approver token: Authorization: Bearer <token>"},
-        status_code=401,
-        headers={**HEADERS, "WWW-Authenticate": "Bearer"},
-    )
+    def _forged(self, page: str = "your signed-in page") -> HTMLResponse:
+        return self._message(None, "Refused", f"This form did not come from {page}.", 403)
 
 
 def _token_matches(sent: Any, expected: Any) -> bool:

@@ -31,7 +31,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
 from mcp_types.version import is_version_at_least
 
-from gateway.approvals.lifecycle import State, approval_id_for, binds, new_approval, state
+from gateway.approvals.lifecycle import State, approval_id_for, approval_url, binds, new_approval, state
 from gateway.errors import Code, ToolError
 from gateway.records import Approval, Plan
 from gateway.stores import Store
@@ -91,7 +91,7 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
         )
         found = await store.put_approval(made)
         if found == made and request.announce is not None and request.page_url is not None:
-            request.announce(found, f"{request.page_url}/approvals/{found.approval_id}")
+            request.announce(found, approval_url(request.page_url, found.approval_id))
     if not binds(found, plan):
         raise ToolError(Code.NOT_CONFIRMED, "The approval on record is for other facts. Nothing was changed.")
     return found
@@ -117,7 +117,7 @@ def _pending(approval: Approval, request: Request) -> ToolError:
             "This write needs approval on the gateway's page, and no page address is configured "
             "(approvals.public_url). Nothing was changed.",
         )
-    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    url = approval_url(request.page_url, approval.approval_id)
     return ToolError(
         Code.APPROVAL_PENDING,
         f"This write waits for approval by a person at {url} (until {rfc3339(approval.expires_at)}). "
@@ -136,7 +136,7 @@ async def _pushed(
     ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, store: Store, clock: Any
 ) -> State:
     """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
-    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    url = approval_url(request.page_url or "", approval.approval_id)
     try:
         with anyio.fail_after(request.timeout):
             answer = await ctx.session.elicit_url(
@@ -212,7 +212,7 @@ def _input_required(
 ) -> types.InputRequiredResult:
     if not with_link:
         return types.InputRequiredResult(request_state=_state(request, asked_at))
-    url = f"{request.page_url}/approvals/{approval.approval_id}"
+    url = approval_url(request.page_url or "", approval.approval_id)
     link = types.ElicitRequestURLParams(message=request.message, url=url)
     return types.InputRequiredResult(
         input_requests={ANSWER_KEY: types.ElicitRequest(params=link)}, request_state=_state(request, asked_at)

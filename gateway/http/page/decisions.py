@@ -1,0 +1,85 @@
+"""What the page's two faces (the HTML forms and the approvers' JSON API) share: the headers every answer carries,
+the open approvals as rows, and recording one person's decision.
+
+A decision is stored with a compare-and-set on the approval's revision, retried when another decision landed
+first, so two approvers deciding at once on two replicas both count (or one is refused by the rules), never lost.
+Each stored decision leaves one audit entry (``outcome = "approval"``, the approver in ``extra``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
+from gateway.audit import trail
+from gateway.errors import StoreUnavailable
+from gateway.records import Approval, AuditEntry
+from gateway.runtime import Gateway
+
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",  # no-referrer would make the browser send Origin: null on our own POSTs
+    "X-Frame-Options": "DENY",
+}
+ATTEMPTS = 8
+"""How many times a decision is tried against approvals that keep changing before the store counts as failing."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One open approval as a person sees it in the list."""
+
+    approval: Approval
+    state: str
+    own: bool
+
+
+async def open_rows(gw: Gateway, person: str) -> list[Row]:
+    """The open approvals, each with its state and whether it is this person's own write."""
+    now = gw.clock()
+    approvals = await gw.store.open_approvals(now)
+    return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
+
+
+async def record(
+    gw: Gateway, approval_id: str, person: str, name: str, verdict: Literal["approve", "reject"]
+) -> tuple[Approval | None, Refused | None]:
+    """Record one person's decision: the approval after it (None: no such approval), or why it was refused."""
+    for _ in range(ATTEMPTS):
+        current = await gw.store.get_approval(approval_id)
+        if current is None:
+            return None, None
+        now = gw.clock()
+        try:
+            changed = decide(current, person, name, verdict, now)
+        except DecisionRefused as refused:
+            return current, refused.reason
+        if changed is current:
+            return current, None  # the same answer again: nothing to store
+        if await gw.store.replace_approval(changed):
+            await _audit(gw, changed, name, verdict, now)
+            settled = state(changed, now)
+            if settled in (State.APPROVED, State.REJECTED):
+                gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
+            return changed, None
+    raise StoreUnavailable("the approval kept changing under this decision")
+
+
+async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: float) -> None:
+    entry = AuditEntry(
+        at=now,
+        caller=approval.caller,
+        tool=approval.tool,
+        outcome="approval",
+        plan_id=approval.plan_id,
+        target=approval.target,
+        version_before=approval.version,
+        confirmation=verdict,
+        extra={"mode": "url", "approver": name, "approval": approval.approval_id},
+    )
+    await trail.append(gw.store, entry)
