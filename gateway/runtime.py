@@ -12,7 +12,7 @@ from the tools known so far while that try runs.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +53,8 @@ class Gateway:
     refusals: RefusalCounter = field(default_factory=RefusalCounter)
     notifier: Notifier | None = None
     """Delivers approval webhooks in the background (started by open_gateway)."""
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    """How a call waiting on the store pauses (an approval's decision); tests pass one that moves their clock."""
     served_at: str | None = None
     """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     readers: dict[str, TargetReader] = field(init=False)
@@ -155,6 +157,7 @@ async def open_gateway(
     config: GatewayConfig,
     *,
     clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     opener: Opener | None = None,
     openers: Mapping[str, Opener] | None = None,
     serving: str | None = None,
@@ -164,7 +167,8 @@ async def open_gateway(
     ``openers`` replace how a named backend's connection is opened (tests run backend servers in process);
     ``opener`` does so for the one backend of a single-backend config. ``serving`` (``serve`` alone) describes
     this process and takes the store for it before the backends start (Store.serve_from: a SQLite store another
-    process serves raises StoreInUse)."""
+    process serves raises StoreInUse). ``clock`` and ``sleep`` are the gateway's time: tests pass a clock they
+    set and a sleep that moves it on at once."""
     sections = config.backend_sections()
     if opener is not None:
         if len(sections) != 1:
@@ -193,7 +197,7 @@ async def open_gateway(
             background = await stack.enter_async_context(anyio.create_task_group())
             background.start_soon(notifier.run)
             sinks.attach(store, feed)
-            gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier)
+            gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier, sleep=sleep)
             try:
                 yield gw
             finally:

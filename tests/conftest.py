@@ -3,19 +3,30 @@
 Every safety test runs once per profile (tests/support/profiles.py): the default ``manage_tenant`` god-tool and a
 differently shaped ``manage_flags`` one, each wrapped by its own config file. tests/unit runs the backend server
 inside the test process (no subprocess, no network); tests/system runs everything as real processes.
+
+Property tests draw as many examples as the hypothesis profile says: ``dev`` (a few, for a fast local run) unless
+CI is set (``ci``: the full count); ``HYPOTHESIS_PROFILE=ci`` runs the full count locally.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.support.clients import ERAS
 from tests.support.processes import free_port
 from tests.support.profiles import PROFILES, Profile
 from tests.support.redis import REDIS_MISSING, redis_process
+
+settings.register_profile("ci", max_examples=150)
+settings.register_profile("dev", max_examples=25)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() in {"true", "1"} else "dev")
+)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ the runtime that assembles it (the runtime imports ``gateway.write.outcome``, ne
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from gateway.approvals.notify import Notifier
@@ -29,6 +29,8 @@ class Parts(Protocol):
     def store(self) -> Store: ...
     @property
     def clock(self) -> Callable[[], float]: ...
+    @property
+    def sleep(self) -> Callable[[float], Awaitable[None]]: ...
     @property
     def metrics(self) -> Metrics: ...
     @property

@@ -231,7 +231,7 @@ async def _decide(
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
         await call.progress(ASKING)
-        approved = await page.approve(ctx, params, request, gw.store, gw.clock)
+        approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
         call.note(confirmation="approved", extra={**decided_by, "approvers": approved_by(approved)})

@@ -24,7 +24,8 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
 The idempotency record is a small state machine (KEY_TRANSITIONS): a key is claimed before the backend is
 called, and it ends applied, unknown or error; only a claim whose call was never sent is released.
 
-This module imports records, config, errors and text helpers only (tests/unit/test_layout.py holds it to that).
+This module imports records, config, errors and text helpers only (tests/system/test_layout_imports.py holds it
+to that).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type":
 
 
 class Clock:
-    """A settable clock for plan expiry."""
+    """A settable clock for plan expiry, and a sleep on it that passes at once (an approval's wait)."""
 
     def __init__(self) -> None:
         self.offset = 0.0
@@ -44,16 +44,23 @@ class Clock:
     def __call__(self) -> float:
         return time.time() + self.offset
 
+    async def sleep(self, seconds: float) -> None:
+        """Move the clock on by ``seconds`` and let other tasks run, instead of waiting."""
+        self.offset += seconds
+        await anyio.lowlevel.checkpoint()
+
 
 @asynccontextmanager
 async def running_gateway(
     config: GatewayConfig, clock: Clock | None = None, *, backend_in_process: bool = False, opener: Opener | None = None
 ) -> AsyncIterator[Gateway]:
     """A gateway over the config's backends, connected before it is yielded (so tests can read their databases).
+    Its time is ``clock``: a call waiting for an approval moves it on instead of sleeping.
 
     ``backend_in_process`` runs the config's backend servers in this process (the unit tier)."""
     openers = in_process(config) if backend_in_process else None
-    async with open_gateway(config, clock=clock or Clock(), opener=opener, openers=openers) as gw:
+    clock = clock or Clock()
+    async with open_gateway(config, clock=clock, sleep=clock.sleep, opener=opener, openers=openers) as gw:
         with anyio.fail_after(60):
             await gw.catalog()
         yield gw

@@ -132,6 +132,20 @@ async def test_an_agent_that_answers_every_prompt_itself_cannot_write(world: Wor
     assert (profile.snapshot(world.db, profile.main), profile.write_count(world.db)) == before
 
 
+async def test_a_call_holding_the_link_waits_on_the_gateways_clock_until_the_prompt_timeout(
+    world: World, profile: Profile
+) -> None:
+    async def user_opens_the_link(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept")
+
+    async with connect(world.gw, "2025-11-25", user_opens_the_link) as client:
+        plan = await preview(client, profile)
+        started = world.clock.offset
+        result = await client.call_tool(profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert error_code(result) == "approval_pending"
+    assert 1 < world.clock.offset - started <= 2  # the gateway's sleep moved its clock through the 2 s timeout
+
+
 async def test_a_rejected_write_never_applies_and_its_plan_is_used_up(world: World, profile: Profile, era: str) -> None:
     before = profile.snapshot(world.db, profile.main), profile.write_count(world.db)
     async with connect(world.gw, era) as client:

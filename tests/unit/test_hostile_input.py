@@ -60,7 +60,7 @@ def harness(
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # examples: the profile
 @given(args=arguments)
 def test_arbitrary_arguments_get_a_documented_answer_and_write_nothing(
     harness: tuple[BlockingPortal, Client, Path], tool: str, args: dict[str, Any]

@@ -1,15 +1,11 @@
-"""Tracing is opt-in through the standard OTEL_* variables, and off means no SDK is loaded."""
+"""Tracing is opt-in through the standard OTEL_* variables (that off loads no SDK is in
+tests/system/test_layout_imports.py)."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
 
 import pytest
 
 from gateway.observability.tracing import wanted
-from tests.support.processes import ROOT
 
 
 @pytest.mark.parametrize(
@@ -26,14 +22,3 @@ from tests.support.processes import ROOT
 )
 def test_the_environment_decides_whether_traces_are_exported(env: dict[str, str], exporter: str | None) -> None:
     assert wanted(env) == exporter
-
-
-def test_with_tracing_off_neither_the_sdk_nor_the_exporter_is_imported() -> None:
-    probe = (
-        "import json, sys; from gateway.observability import tracing; from gateway.mcp import server; "
-        "tracing.configure('gw', {}); "
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
-    loaded = json.loads(done.stdout)
-    assert not [name for name in loaded if name.startswith(("opentelemetry.sdk", "opentelemetry.exporter"))]

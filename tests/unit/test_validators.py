@@ -115,7 +115,7 @@ def test_every_published_schema_compiles(label: str, schema: dict[str, Any]) -> 
 
 
 @pytest.mark.parametrize(("label", "schema"), SCHEMAS, ids=[label for label, _ in SCHEMAS])
-@settings(max_examples=150, derandomize=True, deadline=None)
+@settings(derandomize=True, deadline=None)  # as many examples as the profile (tests/conftest.py)
 @given(data=st.data())
 def test_a_compiled_check_agrees_with_jsonschema(label: str, schema: dict[str, Any], data: st.DataObject) -> None:
     check, reference = CHECKS[label]

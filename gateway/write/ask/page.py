@@ -37,6 +37,7 @@ from gateway.records import Approval, Plan
 from gateway.stores import Store
 from gateway.text import rfc3339
 from gateway.write.ask.form import STATELESS_ERA
+from gateway.write.parts import Parts
 
 ANSWER_KEY = "approve"
 POLL_SECONDS = 0.5
@@ -66,19 +67,19 @@ async def approve(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
     request: Request,
-    store: Store,
-    clock: Any,
+    gw: Parts,
 ) -> Approval | types.InputRequiredResult:
-    """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise."""
-    approval = await _approval_for(request, store, clock())
-    current = state(approval, clock())
+    """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise. The waits
+    take the gateway's clock and sleep."""
+    approval = await _approval_for(request, gw.store, gw.clock())
+    current = state(approval, gw.clock())
     if current is State.PENDING:
         if not _can_open_urls(ctx):
             raise _pending(approval, request)
         if is_version_at_least(ctx.protocol_version, STATELESS_ERA):
-            return await _stateless_round(params, request, approval, store, clock)
-        current = await _pushed(ctx, request, approval, store, clock)
-        approval = await store.get_approval(approval.approval_id) or approval
+            return await _stateless_round(params, request, approval, gw)
+        current = await _pushed(ctx, request, approval, gw)
+        approval = await gw.store.get_approval(approval.approval_id) or approval
     return _verdict(approval, current, request)
 
 
@@ -132,9 +133,7 @@ def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
     return elicitation is not None and elicitation.url is not None
 
 
-async def _pushed(
-    ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, store: Store, clock: Any
-) -> State:
+async def _pushed(ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, gw: Parts) -> State:
     """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
     url = approval_url(request.page_url or "", approval.approval_id)
     try:
@@ -148,40 +147,41 @@ async def _pushed(
         raise _pending(approval, request) from None
     if answer.action != "accept":
         raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
-    current = await _wait(store, approval, clock, until=clock() + request.timeout)
+    current = await _wait(gw, approval, until=gw.clock() + request.timeout)
     if current is not State.PENDING:
         await ctx.session.send_elicit_complete(approval.approval_id, related_request_id=ctx.request_id)
     return current
 
 
 async def _stateless_round(
-    params: types.CallToolRequestParams, request: Request, approval: Approval, store: Store, clock: Any
+    params: types.CallToolRequestParams, request: Request, approval: Approval, gw: Parts
 ) -> Approval | types.InputRequiredResult:
     """2026-07-28: ask with the link; on each retry wait a while; still pending, ask the client to call again."""
     asked_at = _asked_at(params, request)
     if asked_at is None:
-        return _input_required(request, approval, clock(), with_link=True)
+        return _input_required(request, approval, gw.clock(), with_link=True)
     answer = (params.input_responses or {}).get(ANSWER_KEY)
     if isinstance(answer, types.ElicitResult) and answer.action != "accept":
         raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
     deadline = asked_at + request.timeout
-    if clock() >= deadline:
+    if gw.clock() >= deadline:
         raise _pending(approval, request)
     hold = request.timeout / RETRY_ROUNDS
-    current = await _wait(store, approval, clock, until=min(deadline, clock() + hold))
+    current = await _wait(gw, approval, until=min(deadline, gw.clock() + hold))
     if current is State.PENDING:
         return _input_required(request, approval, asked_at, with_link=False)
-    return _verdict(await store.get_approval(approval.approval_id) or approval, current, request)
+    return _verdict(await gw.store.get_approval(approval.approval_id) or approval, current, request)
 
 
-async def _wait(store: Store, approval: Approval, clock: Any, *, until: float) -> State:
-    """Look at the store until the approval is decided or ``until`` passes; the state last seen."""
+async def _wait(gw: Parts, approval: Approval, *, until: float) -> State:
+    """Look at the store until the approval is decided or ``until`` passes (on the gateway's clock, pausing with
+    its sleep); the state last seen."""
     while True:
-        found = await store.get_approval(approval.approval_id) or approval
-        current = state(found, clock())
-        if current is not State.PENDING or clock() >= until:
+        found = await gw.store.get_approval(approval.approval_id) or approval
+        current = state(found, gw.clock())
+        if current is not State.PENDING or gw.clock() >= until:
             return current
-        await anyio.sleep(min(POLL_SECONDS, max(0.0, until - clock())))
+        await gw.sleep(min(POLL_SECONDS, max(0.0, until - gw.clock())))
 
 
 def _state(request: Request, asked_at: float) -> str:
