@@ -18,6 +18,8 @@ Keys, under ``prefix``::
     approval:<id>          hash    body, rev                         expires an hour after the plan would
     approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
     writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
+    bucket:<name>          hash    tokens, updated                   a rate-limit bucket (Lua, Redis's clock);
+                                                                     expires once it would be full again
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in

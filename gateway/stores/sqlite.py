@@ -6,6 +6,8 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     idempotency  (caller, key) -> plan_id, target, state, result, tool, version_before, purge_at
     nonces       nonce -> purge_at                       single use of a 2026 confirmation state within its TTL
     audit        id -> entry                             the chain (gateway.audit.chain), in append order
+    approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
+    writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
 
 Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
 so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
