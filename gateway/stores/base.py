@@ -1,21 +1,19 @@
 """The store interface: what every store (memory, SQLite, Redis) keeps and how, as one contract.
 
-The records it keeps are in gateway.records; tests/unit/test_store_contract.py runs one set of tests against
-every implementation.
+The records it keeps are in gateway.records, written and read as text by one codec (gateway/stores/codec.py);
+tests/unit/test_store_contract.py runs one set of tests against every implementation.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.errors import StoreInUse, StoreUnavailable
-from gateway.records import Approval, AuditEntry, Claim, Decision, Expired, KeyRecord, Plan
+from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 
-__all__ = ["Store", "StoreInUse", "StoreUnavailable", "approval_from_json", "approval_json", "claim_refusal"]
+__all__ = ["Store", "StoreInUse", "StoreUnavailable", "claim_refusal"]
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
@@ -111,17 +109,3 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-def approval_json(approval: Approval) -> str:
-    """An approval as stored."""
-    return json.dumps(dataclasses.asdict(approval), separators=(",", ":"))
-
-
-def approval_from_json(body: str) -> Approval:
-    """An approval read back (fields a newer version added are dropped, not fatal)."""
-    data = json.loads(body)
-    names = {field.name for field in dataclasses.fields(Approval)}
-    data = {name: value for name, value in data.items() if name in names}
-    data["decisions"] = tuple(Decision(**decision) for decision in data.get("decisions", ()))
-    return Approval(**data)

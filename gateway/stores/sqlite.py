@@ -40,7 +40,6 @@ How it fails. Another connection holding the write lock (``audit trim`` during a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -55,7 +54,8 @@ import anyio.to_thread
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.crashpoints import crash_point
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import approval_from_json, approval_json, claim_refusal
+from gateway.stores import codec
+from gateway.stores.base import claim_refusal
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.serving import ServingLock
@@ -156,7 +156,7 @@ class SqliteStore:
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for body in await self._read(_audit_bodies):
-            yield AuditEntry(**json.loads(body))
+            yield codec.load(AuditEntry, body)
 
     async def count_write(self, scopes: list[str], now: float) -> None:
         await self._write(_count_write, scopes, now)
@@ -208,7 +208,7 @@ def _put_plan(db: sqlite3.Connection, plan: Plan, now: float) -> None:
         db.execute("DELETE FROM plans WHERE purge_at < ?", (now,))
         db.execute(
             "INSERT INTO plans (plan_id, body, in_use_by, purge_at) VALUES (?, ?, NULL, ?)",
-            (plan.plan_id, json.dumps(dataclasses.asdict(plan)), plan.expires_at + TOMBSTONE_SECONDS),
+            (plan.plan_id, codec.dump(plan), plan.expires_at + TOMBSTONE_SECONDS),
         )
 
     _transaction(db, steps)
@@ -218,7 +218,7 @@ def _get_plan(db: sqlite3.Connection, plan_id: str, now: float) -> Plan | Expire
     row = db.execute("SELECT body, in_use_by FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
     if row is None:
         return None
-    plan = Plan(**{**json.loads(row[0]), "in_use_by": row[1]})
+    plan = codec.load(Plan, row[0], in_use_by=row[1])
     return Expired(plan.caller) if now >= plan.expires_at else plan
 
 
@@ -318,13 +318,13 @@ def _append(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> Audit
 def _append_in(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> AuditEntry:
     """Seal ``entry`` after the chain's tail and insert it, inside the caller's transaction."""
     stored = sealed(entry, _tail(db), keys)
-    db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+    db.execute("INSERT INTO audit (entry) VALUES (?)", (codec.dump(stored),))
     return stored
 
 
 def _tail(db: sqlite3.Connection) -> AuditEntry | None:
     row = db.execute("SELECT entry FROM audit ORDER BY id DESC LIMIT 1").fetchone()
-    return AuditEntry(**json.loads(row[0])) if row is not None else None
+    return codec.load(AuditEntry, row[0]) if row is not None else None
 
 
 def _trim(db: sqlite3.Connection, before: float, now: float, keys: ChainKeys) -> AuditEntry | None:
@@ -340,8 +340,8 @@ def _trim(db: sqlite3.Connection, before: float, now: float, keys: ChainKeys) ->
             return None
         tail = _tail(db)  # the checkpoint chains after the newest entry, even when every entry is trimmed
         count = db.execute("DELETE FROM audit WHERE id < ?", (cut,)).rowcount
-        stored = sealed(checkpoint(AuditEntry(**json.loads(last[0])), count, before, now), tail, keys)
-        db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+        stored = sealed(checkpoint(codec.load(AuditEntry, last[0]), count, before, now), tail, keys)
+        db.execute("INSERT INTO audit (entry) VALUES (?)", (codec.dump(stored),))
         return stored
 
     return _transaction(db, steps)
@@ -395,7 +395,7 @@ def _put_approval(db: sqlite3.Connection, approval: Approval) -> Approval:
             " VALUES (?, ?, ?, ?, ?, ?)",
             (
                 approval.approval_id,
-                approval_json(approval),
+                codec.dump(approval),
                 approval.rev,
                 approval.expires_at,
                 approval.requested_at,
@@ -411,7 +411,7 @@ def _put_approval(db: sqlite3.Connection, approval: Approval) -> Approval:
 
 def _get_approval(db: sqlite3.Connection, approval_id: str) -> Approval | None:
     row = db.execute("SELECT body FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-    return approval_from_json(row[0]) if row is not None else None
+    return codec.load(Approval, row[0]) if row is not None else None
 
 
 def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
@@ -420,7 +420,7 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
     def steps(db: sqlite3.Connection) -> bool:
         cursor = db.execute(
             "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
-            (approval_json(changed), changed.rev, approval.approval_id, approval.rev),
+            (codec.dump(changed), changed.rev, approval.approval_id, approval.rev),
         )
         return cursor.rowcount == 1
 
@@ -429,4 +429,4 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
 
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
     rows = db.execute("SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)).fetchall()
-    return [approval_from_json(body) for (body,) in rows]
+    return [codec.load(Approval, body) for (body,) in rows]
