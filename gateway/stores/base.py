@@ -6,23 +6,45 @@ tests/unit/test_store_contract.py runs one set of tests against every implementa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from gateway.errors import StoreInUse, StoreUnavailable
-from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import ABSENT, KEY_TRANSITIONS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan, key_leaves
 
-__all__ = ["Store", "StoreInUse", "StoreUnavailable", "claim_refusal"]
+__all__ = ["Store", "StoreInUse", "StoreUnavailable", "claim_refusal", "key_leaves", "key_moves", "settles"]
+
+log = logging.getLogger(__name__)
+
+
+def key_moves(current: KeyRecord | None, event: str) -> bool:
+    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory
+    and SQLite stores ask this inside their atomic step; Redis's scripts get the same answer as key_leaves."""
+    return (current.state if current is not None else ABSENT, event) in KEY_TRANSITIONS
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
     """The rule every store's atomic claim applies: a key already recorded, or a plan gone or in use, refuses."""
-    if existing is not None:
+    if not key_moves(existing, "claim"):
         return Claim(claimed=False, existing=existing)
     if not isinstance(plan, Plan) or plan.in_use_by is not None:
         return Claim(claimed=False, plan_busy=True)
     return None
+
+
+def settles(current: KeyRecord | None, record: KeyRecord) -> bool:
+    """Whether settling ``record`` may store it over the stored key: when the table lets its outcome follow the
+    stored state, or it is the same outcome again (a retry after a lost answer). Anything else is logged and not
+    recorded."""
+    if current is not None and current.state == record.state:
+        return True
+    if key_moves(current, record.state):
+        return True
+    state = current.state if current is not None else ABSENT
+    log.warning("key %s is %s, not in flight: its outcome %s was not recorded", record.key, state, record.state)
+    return False
 
 
 class Store(Protocol):

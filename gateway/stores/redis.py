@@ -24,7 +24,9 @@ Atomicity. Each decision that reads and writes is one Lua script, which Redis ru
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
 ``consume_plan`` (delete a plan only while no key holds it), acquire, renew and unlock are scripts too. A
-script retried after a lost reply recognises its own earlier effect.
+script retried after a lost reply recognises its own earlier effect. The scripts that change a key's state
+(claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets their
+event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
 
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
@@ -91,7 +93,7 @@ from redis.typing import EncodableT, FieldT
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores import codec
-from gateway.stores.base import StoreUnavailable
+from gateway.stores.base import StoreUnavailable, key_leaves
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.redis_url import parse_url
 
@@ -103,7 +105,8 @@ UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOn
 
 T = TypeVar("T")
 
-# KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key.
+# KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key,
+# the states a claim may take a key from (key_leaves, space-delimited).
 # A token bucket every replica shares: {tokens, updated} refilled by elapsed time on Redis's own clock.
 # KEYS: bucket. ARGV: per_second, burst. Returns 0, or the seconds (as a string) until a token is free.
 TAKE_TOKEN = """
@@ -122,7 +125,7 @@ return tostring(wait)
 
 CLAIM = """
 local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
-if record[2] then
+if not string.find(ARGV[6], ' ' .. (record[2] or 'absent') .. ' ', 1, true) then
   if record[2] == 'in_flight' and ARGV[4] ~= '' and record[3] == ARGV[4]
       and redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[5] then
     return {'claimed'}
@@ -142,10 +145,10 @@ redis.call('HSET', KEYS[2], 'in_use_by', ARGV[5])
 return {'claimed'}
 """
 
-# KEYS: record, plan, lock. ARGV: the owner token seen in flight.
+# KEYS: record, plan, lock. ARGV: the owner token seen in flight, the states a key may become unknown from.
 ORPHAN = """
 local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
-if record[2] == 'in_flight' and ARGV[1] ~= '' and record[3] == ARGV[1]
+if string.find(ARGV[2], ' ' .. (record[2] or 'absent') .. ' ', 1, true) and ARGV[1] ~= '' and record[3] == ARGV[1]
     and redis.call('GET', KEYS[3]) ~= ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'unknown')
   redis.call('DEL', KEYS[2])
@@ -154,10 +157,10 @@ end
 return record
 """
 
-# KEYS: record, plan. ARGV: owner token, idempotency key.
+# KEYS: record, plan. ARGV: owner token, idempotency key, the states a release may take a key from.
 RELEASE = """
 local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if record[1] == 'in_flight' and record[2] == ARGV[1] then
+if string.find(ARGV[3], ' ' .. (record[1] or 'absent') .. ' ', 1, true) and record[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
 end
 if redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[2] then
@@ -166,11 +169,13 @@ end
 return 1
 """
 
-# KEYS: record, plan. ARGV: state, body, owner token.
+# KEYS: record, plan. ARGV: state, body, owner token, the states this outcome may follow. The same outcome again
+# is a script retried after a lost reply.
 SETTLE = """
 local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
 redis.call('DEL', KEYS[2])
-if record[2] ~= ARGV[3] or (record[1] ~= 'in_flight' and record[1] ~= ARGV[1]) then
+if record[2] ~= ARGV[3]
+    or (not string.find(ARGV[4], ' ' .. (record[1] or 'absent') .. ' ', 1, true) and record[1] ~= ARGV[1]) then
   return 0
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'body', ARGV[2])
@@ -310,7 +315,7 @@ class RedisStore:
             self._lock_key(record.target),
         ]
         owner = self._token(record.target)
-        args = [codec.dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key]
+        args = [codec.dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key, _leaves("claim")]
         answer, acknowledged = await self._claim_replicated(keys, args)
         if answer[0] == "claimed" and acknowledged < self.config.min_replicas:
             # Replication is asynchronous: a claim only the primary holds can vanish in a failover, and the key be
@@ -339,7 +344,7 @@ class RedisStore:
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        await self._script("release", keys, [self._token(record.target), record.key])
+        await self._script("release", keys, [self._token(record.target), record.key, _leaves("release")])
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
@@ -347,7 +352,8 @@ class RedisStore:
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         try:
-            settled = await self._script("settle", keys, [record.state, codec.dump(record), self._token(record.target)])
+            args = [record.state, codec.dump(record), self._token(record.target), _leaves(record.state)]
+            settled = await self._script("settle", keys, args)
         except StoreUnavailable:
             if stored is None:
                 raise
@@ -570,7 +576,7 @@ class RedisStore:
             self._plan_key(record.plan_id),
             self._lock_key(record.target),
         ]
-        return _record(await self._script("orphan", keys, [owner]))
+        return _record(await self._script("orphan", keys, [owner, _leaves("unknown")]))
 
     def _token(self, target: str) -> str:
         return (self._held.get() or {}).get(target, "")
@@ -633,6 +639,11 @@ def _socket_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def _leaves(event: str) -> str:
+    """KEY_TRANSITIONS's states ``event`` may take a key from, as the scripts read them: ``' in_flight '``."""
+    return " " + " ".join(key_leaves(event)) + " "
 
 
 def _record(fields: list[Any]) -> KeyRecord | None:

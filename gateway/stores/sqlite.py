@@ -24,6 +24,9 @@ Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
 - ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
 - ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint).
 
+Each step that changes a key reads its stored state in the same transaction and changes it only as
+KEY_TRANSITIONS (gateway.records) allows (gateway.stores.base.key_moves); anything else leaves the key as it was.
+
 Fenced. One ``serve`` process per file (gateway/stores/serving.py holds an exclusive lock the kernel drops when
 the process dies), so the per-target locks, which live in that process, order every write to a target, and
 everything in flight at start-up was left by a crash. ``check`` and ``audit`` open the file too; they only
@@ -55,7 +58,7 @@ from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.crashpoints import crash_point
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores import codec
-from gateway.stores.base import claim_refusal
+from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.serving import ServingLock
@@ -255,10 +258,8 @@ def _claim(db: sqlite3.Connection, record: KeyRecord, now: float, retention: flo
 
 def _release(db: sqlite3.Connection, record: KeyRecord) -> None:
     def steps(db: sqlite3.Connection) -> None:
-        db.execute(
-            "DELETE FROM idempotency WHERE caller = ? AND key = ? AND state = 'in_flight'",
-            (record.caller, record.key),
-        )
+        if key_moves(_get_record(db, record.caller, record.key), "release"):
+            db.execute("DELETE FROM idempotency WHERE caller = ? AND key = ?", (record.caller, record.key))
         db.execute(
             "UPDATE plans SET in_use_by = NULL WHERE plan_id = ? AND in_use_by = ?", (record.plan_id, record.key)
         )
@@ -270,10 +271,11 @@ def _settle(db: sqlite3.Connection, record: KeyRecord, entry: AuditEntry | None,
     def steps(db: sqlite3.Connection) -> AuditEntry | None:
         stored = _append_in(db, entry, keys) if entry is not None else None
         crash_point("mid-settle")  # the entry is written but not committed: a crash here loses both
-        db.execute(
-            "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
-            (record.state, json.dumps(record.result), record.caller, record.key),
-        )
+        if settles(_get_record(db, record.caller, record.key), record):
+            db.execute(
+                "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
+                (record.state, json.dumps(record.result), record.caller, record.key),
+            )
         db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
         return stored
 
@@ -299,7 +301,11 @@ def _use_nonce(db: sqlite3.Connection, nonce: str, now: float, ttl: float) -> bo
 
 def _recover(db: sqlite3.Connection) -> list[KeyRecord]:
     def steps(db: sqlite3.Connection) -> list[KeyRecord]:
-        rows = db.execute(f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'")
+        left = key_leaves("unknown")  # what a crash leaves: the keys the table lets become unknown
+        rows = db.execute(
+            f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state IN ({','.join('?' * len(left))})",
+            left,
+        )
         records = [replace(_record(row[0], row[1], row[2:]), state="unknown") for row in rows.fetchall()]
         for record in records:
             db.execute(
