@@ -12,13 +12,13 @@ from collections.abc import Callable
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
-from gateway.stores import Store
+from gateway.stores.base import Counters
 
 
 class RateLimiter:
     """Refuses a call with ``rate_limited`` (and a retry hint) when one of the caller's buckets is empty."""
 
-    def __init__(self, config: GatewayConfig, store: Store, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: GatewayConfig, store: Counters, clock: Callable[[], float] = time.monotonic) -> None:
         self._config = config
         self._store = store
         self._clock = clock

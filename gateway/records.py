@@ -8,6 +8,8 @@
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
 
+and the one table of a key's life (KEY_TRANSITIONS), which the write path and every store consult.
+
 Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.write.steps) can be
 read, imported and tested on their own.
 """
@@ -26,6 +28,35 @@ WRITE_WINDOWS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}
 """How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
 
 KeyState = Literal["in_flight", "applied", "unknown", "error"]
+
+ABSENT = "absent"
+"""The state of a key no record is stored under."""
+
+KEY_TRANSITIONS: dict[tuple[str, str], str] = {
+    (ABSENT, "claim"): "in_flight",
+    ("in_flight", "release"): ABSENT,
+    ("in_flight", "applied"): "applied",
+    ("in_flight", "unknown"): "unknown",
+    ("in_flight", "error"): "error",
+}
+"""The idempotency key's life, ``(state, event) -> next state``, and the only place it is written down: a key is
+claimed before the backend is called and ends applied, unknown or error; only a claim whose call was never sent
+is released. Every store asks this table before it changes a key (gateway.stores.base.key_moves; the Redis store
+passes ``key_leaves(event)`` to its scripts), and an event the table does not list from the stored state changes
+nothing. The settling events are named after the state they end in."""
+
+
+def next_key_state(state: str, event: str) -> str:
+    """The key's state after an event; ValueError for a transition the write path never makes."""
+    try:
+        return KEY_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise ValueError(f"illegal idempotency transition: {event!r} from {state!r}") from None
+
+
+def key_leaves(event: str) -> list[str]:
+    """The states ``event`` may take a key from, as KEY_TRANSITIONS lists them (ABSENT: no record stored)."""
+    return sorted(state for state, listed in KEY_TRANSITIONS if listed == event)
 
 
 @dataclass(frozen=True)

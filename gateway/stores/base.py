@@ -1,38 +1,95 @@
-"""The store interface: what every store (memory, SQLite, Redis) keeps and how, as one contract.
+"""The store interface: what every store (memory, SQLite, Redis) keeps and how, as one contract, by role.
 
-The records it keeps are in gateway.records; tests/unit/test_store_contract.py runs one set of tests against
-every implementation.
+    Plans       previewed writes and their tombstones        put_plan, get_plan, consume_plan
+    KeyRecords  idempotency keys, claimed and settled        get_record, claim, release, settle, recover_in_flight
+    Nonces      single-use confirmation states               use_nonce
+    Locks       one holder per target                        lock
+    Counters    rate-limit buckets, write budgets            take_token, count_write, recent_writes
+    AuditLog    the hash-chained audit                       append_audit, trim_audit, audit_entries
+    Approvals   writes waiting on the approval page          put_approval, get_approval, replace_approval, ...
+    Store       all of them, plus serve_from and close       what open_store returns
+
+A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
+
+The records it keeps are in gateway.records, written and read as text by one codec (gateway/stores/codec.py);
+tests/unit/test_store_contract.py runs one set of tests against every implementation.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.errors import StoreInUse, StoreUnavailable
-from gateway.records import Approval, AuditEntry, Claim, Decision, Expired, KeyRecord, Plan
+from gateway.records import ABSENT, KEY_TRANSITIONS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan, key_leaves
 
-__all__ = ["Store", "StoreInUse", "StoreUnavailable", "approval_from_json", "approval_json", "claim_refusal"]
+__all__ = [
+    "OPERATIONS",
+    "ROLES",
+    "Approvals",
+    "AuditLog",
+    "Counters",
+    "KeyRecords",
+    "Locks",
+    "Nonces",
+    "Plans",
+    "Store",
+    "StoreInUse",
+    "StoreUnavailable",
+    "claim_refusal",
+    "key_leaves",
+    "key_moves",
+    "settles",
+]
+
+log = logging.getLogger(__name__)
+
+
+def key_moves(current: KeyRecord | None, event: str) -> bool:
+    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory
+    and SQLite stores ask this inside their atomic step; Redis's scripts get the same answer as key_leaves."""
+    return (current.state if current is not None else ABSENT, event) in KEY_TRANSITIONS
 
 
 def claim_refusal(existing: KeyRecord | None, plan: Plan | Expired | None) -> Claim | None:
     """The rule every store's atomic claim applies: a key already recorded, or a plan gone or in use, refuses."""
-    if existing is not None:
+    if not key_moves(existing, "claim"):
         return Claim(claimed=False, existing=existing)
     if not isinstance(plan, Plan) or plan.in_use_by is not None:
         return Claim(claimed=False, plan_busy=True)
     return None
 
 
-class Store(Protocol):
-    """What every store provides. Methods take ``now`` so that expiry is testable."""
+def settles(current: KeyRecord | None, record: KeyRecord) -> bool:
+    """Whether settling ``record`` may store it over the stored key: when the table lets its outcome follow the
+    stored state, or it is the same outcome again (a retry after a lost answer). Anything else is logged and not
+    recorded."""
+    if current is not None and current.state == record.state:
+        return True
+    if key_moves(current, record.state):
+        return True
+    state = current.state if current is not None else ABSENT
+    log.warning("key %s is %s, not in flight: its outcome %s was not recorded", record.key, state, record.state)
+    return False
+
+
+class Plans(Protocol):
+    """Previewed writes, live until they expire and then their owner's tombstone for an hour."""
 
     async def put_plan(self, plan: Plan, now: float) -> None: ...
 
     async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None: ...
+
+    async def consume_plan(self, plan_id: str) -> bool:
+        """Delete a plan no key has claimed (its prompt was declined), atomically; False if it is missing or in
+        use. Its caller then hears plan_not_found and must preview again."""
+        ...
+
+
+class KeyRecords(Protocol):
+    """What each (caller, idempotencyKey) did or is doing, changed only as KEY_TRANSITIONS allows."""
 
     async def get_record(self, caller: str, key: str) -> KeyRecord | None: ...
 
@@ -51,33 +108,46 @@ class Store(Protocol):
         keeps both or neither), else just before (Redis). Returns the entry as stored (sealed), if any."""
         ...
 
-    async def consume_plan(self, plan_id: str) -> bool:
-        """Delete a plan no key has claimed (its prompt was declined), atomically; False if it is missing or in
-        use. Its caller then hears plan_not_found and must preview again."""
+    async def recover_in_flight(self) -> list[KeyRecord]:
+        """At start-up: settle every key left in flight by a crashed process as ``unknown``; return them."""
         ...
+
+
+class Nonces(Protocol):
+    """Single use of a 2026 confirmation state within its TTL."""
 
     async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
         """True the first time a nonce is used within its TTL, False after."""
         ...
 
-    async def serve_from(self, holder: str) -> None:
-        """At start-up, before recovery: make this process one that serves the store. A store that serves one
-        process at a time (SQLite) raises StoreInUse naming the process that holds it; ``holder`` describes
-        this one to the next process that tries."""
-        ...
 
-    async def recover_in_flight(self) -> list[KeyRecord]:
-        """At start-up: settle every key left in flight by a crashed process as ``unknown``; return them."""
-        ...
+class Locks(Protocol):
+    """One holder per target at a time (across replicas, for a shared store)."""
+
+    def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
+
+
+class Counters(Protocol):
+    """What is counted over time: rate-limit buckets and the writes the approval rules budget."""
 
     async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
         """Take one token from a rate-limit bucket: 0 when taken, else the seconds until one is free."""
         ...
 
-    def lock(self, target: str) -> AbstractAsyncContextManager[None]: ...
+    async def count_write(self, scopes: list[str], now: float) -> None:
+        """Count one write (applied or outcome unknown) under each scope, for the last WRITE_WINDOWS."""
+        ...
+
+    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``."""
+        ...
+
+
+class AuditLog(Protocol):
+    """The audit entries, one hash chain in append order (gateway/audit/chain.py)."""
 
     async def append_audit(self, entry: AuditEntry) -> AuditEntry:
-        """Append an entry, sealed into the chain (gateway/audit/chain.py) atomically; returns it as stored."""
+        """Append an entry, sealed into the chain atomically; returns it as stored."""
         ...
 
     async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
@@ -88,13 +158,9 @@ class Store(Protocol):
 
     def audit_entries(self) -> AsyncIterator[AuditEntry]: ...
 
-    async def count_write(self, scopes: list[str], now: float) -> None:
-        """Count one write (applied or outcome unknown) under each scope, for the last WRITE_WINDOWS."""
-        ...
 
-    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
-        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``."""
-        ...
+class Approvals(Protocol):
+    """Writes waiting for (or given) the yes of people on the approval page."""
 
     async def put_approval(self, approval: Approval) -> Approval:
         """Store an approval unless one is stored under its id; return the stored one (this or the earlier)."""
@@ -110,18 +176,19 @@ class Store(Protocol):
         """Every approval that has not expired, newest first (the approval page's list)."""
         ...
 
+
+class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Protocol):
+    """Every role in one store, as a gateway opens it. Methods take ``now`` so that expiry is testable."""
+
+    async def serve_from(self, holder: str) -> None:
+        """At start-up, before recovery: make this process one that serves the store. A store that serves one
+        process at a time (SQLite) raises StoreInUse naming the process that holds it; ``holder`` describes
+        this one to the next process that tries."""
+        ...
+
     async def close(self) -> None: ...
 
 
-def approval_json(approval: Approval) -> str:
-    """An approval as stored."""
-    return json.dumps(dataclasses.asdict(approval), separators=(",", ":"))
-
-
-def approval_from_json(body: str) -> Approval:
-    """An approval read back (fields a newer version added are dropped, not fatal)."""
-    data = json.loads(body)
-    names = {field.name for field in dataclasses.fields(Approval)}
-    data = {name: value for name, value in data.items() if name in names}
-    data["decisions"] = tuple(Decision(**decision) for decision in data.get("decisions", ()))
-    return Approval(**data)
+ROLES: tuple[type[Any], ...] = (Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Store)
+OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
+"""Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""

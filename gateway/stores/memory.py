@@ -12,7 +12,7 @@ from cachetools import TLRUCache
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import claim_refusal
+from gateway.stores.base import claim_refusal, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 
@@ -64,7 +64,9 @@ class MemoryStore:
         return Claim(claimed=True)
 
     async def release(self, record: KeyRecord) -> None:
-        self._records.pop((record.caller, record.key), None)
+        kept = self._records.get((record.caller, record.key))
+        if key_moves(kept[0] if kept else None, "release"):
+            self._records.pop((record.caller, record.key), None)
         found = self._plans.get(record.plan_id)
         if found is not None and found[0].in_use_by == record.key:
             self._plans[record.plan_id] = (replace(found[0], in_use_by=None), found[1])
@@ -72,8 +74,9 @@ class MemoryStore:
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # No await in here: the entry and the outcome are stored in one step.
         stored = self._append(entry) if entry is not None else None
-        _, until = self._records[(record.caller, record.key)]
-        self._records[(record.caller, record.key)] = (record, until)
+        found = self._records.get((record.caller, record.key))
+        if settles(found[0] if found else None, record) and found is not None:
+            self._records[(record.caller, record.key)] = (record, found[1])
         self._plans.pop(record.plan_id, None)
         return stored
 

@@ -3,9 +3,8 @@
 ``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS), or
 ``redis+sentinel://h1:26379,h2:26379,h3:26379/SERVICE/0?...``; gateway/stores/redis_url.py says which query
 parameters are ours and which redis-py's. Use one Redis primary (standalone, or failed over by Sentinel), not
-Redis Cluster: a claim's script touches several keys. Records are JSON from ``dataclasses.asdict``, read
-back ignoring unknown fields, so adding a field to Plan, KeyRecord or AuditEntry breaks neither old records nor
-a rolling upgrade.
+Redis Cluster: a claim's script touches several keys. Records are JSON written and read by the one codec of
+every store (gateway/stores/codec.py: unknown fields dropped, so replicas of two versions share records).
 
 Keys, under ``prefix``::
 
@@ -18,12 +17,16 @@ Keys, under ``prefix``::
     approval:<id>          hash    body, rev                         expires an hour after the plan would
     approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
     writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
+    bucket:<name>          hash    tokens, updated                   a rate-limit bucket (Lua, Redis's clock);
+                                                                     expires once it would be full again
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
 ``consume_plan`` (delete a plan only while no key holds it), acquire, renew and unlock are scripts too. A
-script retried after a lost reply recognises its own earlier effect.
+script retried after a lost reply recognises its own earlier effect. The scripts that change a key's state
+(claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets their
+event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
 
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
@@ -68,7 +71,6 @@ flight that later reads ``unknown``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import secrets
@@ -90,7 +92,8 @@ from redis.typing import EncodableT, FieldT
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import StoreUnavailable, approval_from_json, approval_json
+from gateway.stores import codec
+from gateway.stores.base import StoreUnavailable, key_leaves
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.redis_url import parse_url
 
@@ -101,9 +104,9 @@ AUDIT_PAGE = 500
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OutOfMemoryError, ReadOnlyError)
 
 T = TypeVar("T")
-R = TypeVar("R", Plan, KeyRecord, AuditEntry)
 
-# KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key.
+# KEYS: record, plan, lock. ARGV: body, now, retention ms, owner token ('' outside a lock), idempotency key,
+# the states a claim may take a key from (key_leaves, space-delimited).
 # A token bucket every replica shares: {tokens, updated} refilled by elapsed time on Redis's own clock.
 # KEYS: bucket. ARGV: per_second, burst. Returns 0, or the seconds (as a string) until a token is free.
 TAKE_TOKEN = """
@@ -122,7 +125,7 @@ return tostring(wait)
 
 CLAIM = """
 local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
-if record[2] then
+if not string.find(ARGV[6], ' ' .. (record[2] or 'absent') .. ' ', 1, true) then
   if record[2] == 'in_flight' and ARGV[4] ~= '' and record[3] == ARGV[4]
       and redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[5] then
     return {'claimed'}
@@ -142,10 +145,10 @@ redis.call('HSET', KEYS[2], 'in_use_by', ARGV[5])
 return {'claimed'}
 """
 
-# KEYS: record, plan, lock. ARGV: the owner token seen in flight.
+# KEYS: record, plan, lock. ARGV: the owner token seen in flight, the states a key may become unknown from.
 ORPHAN = """
 local record = redis.call('HMGET', KEYS[1], 'body', 'state', 'owner')
-if record[2] == 'in_flight' and ARGV[1] ~= '' and record[3] == ARGV[1]
+if string.find(ARGV[2], ' ' .. (record[2] or 'absent') .. ' ', 1, true) and ARGV[1] ~= '' and record[3] == ARGV[1]
     and redis.call('GET', KEYS[3]) ~= ARGV[1] then
   redis.call('HSET', KEYS[1], 'state', 'unknown')
   redis.call('DEL', KEYS[2])
@@ -154,10 +157,10 @@ end
 return record
 """
 
-# KEYS: record, plan. ARGV: owner token, idempotency key.
+# KEYS: record, plan. ARGV: owner token, idempotency key, the states a release may take a key from.
 RELEASE = """
 local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if record[1] == 'in_flight' and record[2] == ARGV[1] then
+if string.find(ARGV[3], ' ' .. (record[1] or 'absent') .. ' ', 1, true) and record[2] == ARGV[1] then
   redis.call('DEL', KEYS[1])
 end
 if redis.call('HGET', KEYS[2], 'in_use_by') == ARGV[2] then
@@ -166,11 +169,13 @@ end
 return 1
 """
 
-# KEYS: record, plan. ARGV: state, body, owner token.
+# KEYS: record, plan. ARGV: state, body, owner token, the states this outcome may follow. The same outcome again
+# is a script retried after a lost reply.
 SETTLE = """
 local record = redis.call('HMGET', KEYS[1], 'state', 'owner')
 redis.call('DEL', KEYS[2])
-if record[2] ~= ARGV[3] or (record[1] ~= 'in_flight' and record[1] ~= ARGV[1]) then
+if record[2] ~= ARGV[3]
+    or (not string.find(ARGV[4], ' ' .. (record[1] or 'absent') .. ' ', 1, true) and record[1] ~= ARGV[1]) then
   return 0
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'body', ARGV[2])
@@ -283,7 +288,7 @@ class RedisStore:
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         key = self._plan_key(plan.plan_id)
-        fields: dict[FieldT, EncodableT] = {"body": _dump(plan), "expires_at": repr(plan.expires_at)}
+        fields: dict[FieldT, EncodableT] = {"body": codec.dump(plan), "expires_at": repr(plan.expires_at)}
         if plan.in_use_by is not None:
             fields["in_use_by"] = plan.in_use_by
         async with self._redis.pipeline(transaction=True) as pipe:
@@ -296,7 +301,7 @@ class RedisStore:
         fields = await self._call(self._redis.hgetall(self._plan_key(plan_id)))
         if "body" not in fields:
             return None
-        plan = _load(Plan, cast(str, fields["body"]), in_use_by=fields.get("in_use_by"))
+        plan = codec.load(Plan, cast(str, fields["body"]), in_use_by=fields.get("in_use_by"))
         return Expired(plan.caller) if now >= plan.expires_at else plan
 
     async def get_record(self, caller: str, key: str) -> KeyRecord | None:
@@ -310,7 +315,7 @@ class RedisStore:
             self._lock_key(record.target),
         ]
         owner = self._token(record.target)
-        args = [_dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key]
+        args = [codec.dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key, _leaves("claim")]
         answer, acknowledged = await self._claim_replicated(keys, args)
         if answer[0] == "claimed" and acknowledged < self.config.min_replicas:
             # Replication is asynchronous: a claim only the primary holds can vanish in a failover, and the key be
@@ -339,7 +344,7 @@ class RedisStore:
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        await self._script("release", keys, [self._token(record.target), record.key])
+        await self._script("release", keys, [self._token(record.target), record.key, _leaves("release")])
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
@@ -347,7 +352,8 @@ class RedisStore:
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         try:
-            settled = await self._script("settle", keys, [record.state, _dump(record), self._token(record.target)])
+            args = [record.state, codec.dump(record), self._token(record.target), _leaves(record.state)]
+            settled = await self._script("settle", keys, args)
         except StoreUnavailable:
             if stored is None:
                 raise
@@ -413,7 +419,7 @@ class RedisStore:
                     cut, last, tail = 0, None, None
                     while True:
                         page = await pipe.lrange(name, cut, cut + AUDIT_PAGE - 1)
-                        older = [_load(AuditEntry, cast(str, body)) for body in page]
+                        older = [codec.load(AuditEntry, cast(str, body)) for body in page]
                         older = older[: next((n for n, e in enumerate(older) if e.at >= before), len(older))]
                         cut += len(older)
                         last = older[-1] if older else last
@@ -422,11 +428,11 @@ class RedisStore:
                     if last is None:
                         return None  # leaving the pipeline's block unwatches
                     tail_body = await pipe.lindex(name, -1)
-                    tail = _load(AuditEntry, cast(str, tail_body))
+                    tail = codec.load(AuditEntry, cast(str, tail_body))
                     stored = sealed(checkpoint(last, cut, before, now), tail, self._keys)
                     pipe.multi()  # type: ignore[no-untyped-call]
                     pipe.ltrim(name, cut, -1)
-                    pipe.rpush(name, _dump(stored))
+                    pipe.rpush(name, codec.dump(stored))
                     await pipe.execute()
                     return stored
                 except WatchError:
@@ -441,10 +447,10 @@ class RedisStore:
                 try:
                     await pipe.watch(name)
                     tail = await pipe.lindex(name, -1)
-                    last = _load(AuditEntry, cast(str, tail)) if tail is not None else None
+                    last = codec.load(AuditEntry, cast(str, tail)) if tail is not None else None
                     stored = sealed(entry, last, self._keys)
                     pipe.multi()  # type: ignore[no-untyped-call]
-                    pipe.rpush(name, _dump(stored))
+                    pipe.rpush(name, codec.dump(stored))
                     await pipe.execute()
                     return stored
                 except WatchError:
@@ -455,7 +461,7 @@ class RedisStore:
         while True:
             page = await self._call(self._redis.lrange(self.prefix + "audit", start, start + AUDIT_PAGE - 1))
             for body in page:
-                yield _load(AuditEntry, cast(str, body))
+                yield codec.load(AuditEntry, cast(str, body))
             if len(page) < AUDIT_PAGE:
                 return
             start += AUDIT_PAGE
@@ -481,16 +487,16 @@ class RedisStore:
 
     async def put_approval(self, approval: Approval) -> Approval:
         purge_ms = int((approval.expires_at + TOMBSTONE_SECONDS) * 1000)
-        args = [approval_json(approval), str(approval.rev), repr(approval.expires_at), str(purge_ms)]
+        args = [codec.dump(approval), str(approval.rev), repr(approval.expires_at), str(purge_ms)]
         stored = await self._script("put_approval", [self._approval_key(approval.approval_id), self._approvals], args)
-        return approval_from_json(cast(str, stored))
+        return codec.load(Approval, cast(str, stored))
 
     async def get_approval(self, approval_id: str) -> Approval | None:
         body = await self._call(self._redis.hget(self._approval_key(approval_id), "body"))
-        return approval_from_json(cast(str, body)) if body is not None else None
+        return codec.load(Approval, cast(str, body)) if body is not None else None
 
     async def replace_approval(self, approval: Approval) -> bool:
-        changed = approval_json(dataclasses.replace(approval, rev=approval.rev + 1))
+        changed = codec.dump(dataclasses.replace(approval, rev=approval.rev + 1))
         replaced = await self._script(
             "replace_approval", [self._approval_key(approval.approval_id)], [str(approval.rev), changed]
         )
@@ -505,7 +511,7 @@ class RedisStore:
             for name in names:
                 pipe.hget(cast(str, name), "body")
             bodies = await self._call(pipe.execute())
-        found = [approval_from_json(cast(str, body)) for body in bodies if body is not None]
+        found = [codec.load(Approval, cast(str, body)) for body in bodies if body is not None]
         return sorted(found, key=lambda approval: approval.requested_at, reverse=True)
 
     async def close(self) -> None:
@@ -570,7 +576,7 @@ class RedisStore:
             self._plan_key(record.plan_id),
             self._lock_key(record.target),
         ]
-        return _record(await self._script("orphan", keys, [owner]))
+        return _record(await self._script("orphan", keys, [owner, _leaves("unknown")]))
 
     def _token(self, target: str) -> str:
         return (self._held.get() or {}).get(target, "")
@@ -635,15 +641,9 @@ def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-def _dump(record: Plan | KeyRecord | AuditEntry) -> str:
-    return json.dumps(dataclasses.asdict(record), separators=(",", ":"))
-
-
-def _load(kind: type[R], body: str, **override: Any) -> R:
-    # Fields this version does not know (written by a newer replica) are dropped, not fatal.
-    names = {field.name for field in dataclasses.fields(kind)}
-    data = {name: value for name, value in json.loads(body).items() if name in names}
-    return kind(**{**data, **override})
+def _leaves(event: str) -> str:
+    """KEY_TRANSITIONS's states ``event`` may take a key from, as the scripts read them: ``' in_flight '``."""
+    return " " + " ".join(key_leaves(event)) + " "
 
 
 def _record(fields: list[Any]) -> KeyRecord | None:
@@ -651,4 +651,4 @@ def _record(fields: list[Any]) -> KeyRecord | None:
     body, state = fields[0], fields[1]
     if body is None or state is None:
         return None
-    return _load(KeyRecord, cast(str, body), state=state)
+    return codec.load(KeyRecord, cast(str, body), state=state)

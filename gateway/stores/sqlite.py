@@ -6,6 +6,8 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     idempotency  (caller, key) -> plan_id, target, state, result, tool, version_before, purge_at
     nonces       nonce -> purge_at                       single use of a 2026 confirmation state within its TTL
     audit        id -> entry                             the chain (gateway.audit.chain), in append order
+    approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
+    writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
 
 Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
 so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
@@ -21,6 +23,9 @@ Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
   key, delete the plan: one commit, one fsync. The outcome and its entry are on disk together or not at all.
 - ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
 - ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint).
+
+Each step that changes a key reads its stored state in the same transaction and changes it only as
+KEY_TRANSITIONS (gateway.records) allows (gateway.stores.base.key_moves); anything else leaves the key as it was.
 
 Fenced. One ``serve`` process per file (gateway/stores/serving.py holds an exclusive lock the kernel drops when
 the process dies), so the per-target locks, which live in that process, order every write to a target, and
@@ -38,7 +43,6 @@ How it fails. Another connection holding the write lock (``audit trim`` during a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -53,7 +57,8 @@ import anyio.to_thread
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.crashpoints import crash_point
 from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import approval_from_json, approval_json, claim_refusal
+from gateway.stores import codec
+from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.serving import ServingLock
@@ -154,7 +159,7 @@ class SqliteStore:
 
     async def audit_entries(self) -> AsyncIterator[AuditEntry]:
         for body in await self._read(_audit_bodies):
-            yield AuditEntry(**json.loads(body))
+            yield codec.load(AuditEntry, body)
 
     async def count_write(self, scopes: list[str], now: float) -> None:
         await self._write(_count_write, scopes, now)
@@ -206,7 +211,7 @@ def _put_plan(db: sqlite3.Connection, plan: Plan, now: float) -> None:
         db.execute("DELETE FROM plans WHERE purge_at < ?", (now,))
         db.execute(
             "INSERT INTO plans (plan_id, body, in_use_by, purge_at) VALUES (?, ?, NULL, ?)",
-            (plan.plan_id, json.dumps(dataclasses.asdict(plan)), plan.expires_at + TOMBSTONE_SECONDS),
+            (plan.plan_id, codec.dump(plan), plan.expires_at + TOMBSTONE_SECONDS),
         )
 
     _transaction(db, steps)
@@ -216,7 +221,7 @@ def _get_plan(db: sqlite3.Connection, plan_id: str, now: float) -> Plan | Expire
     row = db.execute("SELECT body, in_use_by FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
     if row is None:
         return None
-    plan = Plan(**{**json.loads(row[0]), "in_use_by": row[1]})
+    plan = codec.load(Plan, row[0], in_use_by=row[1])
     return Expired(plan.caller) if now >= plan.expires_at else plan
 
 
@@ -253,10 +258,8 @@ def _claim(db: sqlite3.Connection, record: KeyRecord, now: float, retention: flo
 
 def _release(db: sqlite3.Connection, record: KeyRecord) -> None:
     def steps(db: sqlite3.Connection) -> None:
-        db.execute(
-            "DELETE FROM idempotency WHERE caller = ? AND key = ? AND state = 'in_flight'",
-            (record.caller, record.key),
-        )
+        if key_moves(_get_record(db, record.caller, record.key), "release"):
+            db.execute("DELETE FROM idempotency WHERE caller = ? AND key = ?", (record.caller, record.key))
         db.execute(
             "UPDATE plans SET in_use_by = NULL WHERE plan_id = ? AND in_use_by = ?", (record.plan_id, record.key)
         )
@@ -268,10 +271,11 @@ def _settle(db: sqlite3.Connection, record: KeyRecord, entry: AuditEntry | None,
     def steps(db: sqlite3.Connection) -> AuditEntry | None:
         stored = _append_in(db, entry, keys) if entry is not None else None
         crash_point("mid-settle")  # the entry is written but not committed: a crash here loses both
-        db.execute(
-            "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
-            (record.state, json.dumps(record.result), record.caller, record.key),
-        )
+        if settles(_get_record(db, record.caller, record.key), record):
+            db.execute(
+                "UPDATE idempotency SET state = ?, result = ? WHERE caller = ? AND key = ?",
+                (record.state, json.dumps(record.result), record.caller, record.key),
+            )
         db.execute("DELETE FROM plans WHERE plan_id = ?", (record.plan_id,))
         return stored
 
@@ -297,7 +301,11 @@ def _use_nonce(db: sqlite3.Connection, nonce: str, now: float, ttl: float) -> bo
 
 def _recover(db: sqlite3.Connection) -> list[KeyRecord]:
     def steps(db: sqlite3.Connection) -> list[KeyRecord]:
-        rows = db.execute(f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state = 'in_flight'")
+        left = key_leaves("unknown")  # what a crash leaves: the keys the table lets become unknown
+        rows = db.execute(
+            f"SELECT caller, key, {RECORD_COLUMNS} FROM idempotency WHERE state IN ({','.join('?' * len(left))})",
+            left,
+        )
         records = [replace(_record(row[0], row[1], row[2:]), state="unknown") for row in rows.fetchall()]
         for record in records:
             db.execute(
@@ -316,13 +324,13 @@ def _append(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> Audit
 def _append_in(db: sqlite3.Connection, entry: AuditEntry, keys: ChainKeys) -> AuditEntry:
     """Seal ``entry`` after the chain's tail and insert it, inside the caller's transaction."""
     stored = sealed(entry, _tail(db), keys)
-    db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+    db.execute("INSERT INTO audit (entry) VALUES (?)", (codec.dump(stored),))
     return stored
 
 
 def _tail(db: sqlite3.Connection) -> AuditEntry | None:
     row = db.execute("SELECT entry FROM audit ORDER BY id DESC LIMIT 1").fetchone()
-    return AuditEntry(**json.loads(row[0])) if row is not None else None
+    return codec.load(AuditEntry, row[0]) if row is not None else None
 
 
 def _trim(db: sqlite3.Connection, before: float, now: float, keys: ChainKeys) -> AuditEntry | None:
@@ -338,8 +346,8 @@ def _trim(db: sqlite3.Connection, before: float, now: float, keys: ChainKeys) ->
             return None
         tail = _tail(db)  # the checkpoint chains after the newest entry, even when every entry is trimmed
         count = db.execute("DELETE FROM audit WHERE id < ?", (cut,)).rowcount
-        stored = sealed(checkpoint(AuditEntry(**json.loads(last[0])), count, before, now), tail, keys)
-        db.execute("INSERT INTO audit (entry) VALUES (?)", (json.dumps(dataclasses.asdict(stored)),))
+        stored = sealed(checkpoint(codec.load(AuditEntry, last[0]), count, before, now), tail, keys)
+        db.execute("INSERT INTO audit (entry) VALUES (?)", (codec.dump(stored),))
         return stored
 
     return _transaction(db, steps)
@@ -393,7 +401,7 @@ def _put_approval(db: sqlite3.Connection, approval: Approval) -> Approval:
             " VALUES (?, ?, ?, ?, ?, ?)",
             (
                 approval.approval_id,
-                approval_json(approval),
+                codec.dump(approval),
                 approval.rev,
                 approval.expires_at,
                 approval.requested_at,
@@ -409,7 +417,7 @@ def _put_approval(db: sqlite3.Connection, approval: Approval) -> Approval:
 
 def _get_approval(db: sqlite3.Connection, approval_id: str) -> Approval | None:
     row = db.execute("SELECT body FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-    return approval_from_json(row[0]) if row is not None else None
+    return codec.load(Approval, row[0]) if row is not None else None
 
 
 def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
@@ -418,7 +426,7 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
     def steps(db: sqlite3.Connection) -> bool:
         cursor = db.execute(
             "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
-            (approval_json(changed), changed.rev, approval.approval_id, approval.rev),
+            (codec.dump(changed), changed.rev, approval.approval_id, approval.rev),
         )
         return cursor.rowcount == 1
 
@@ -427,4 +435,4 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
 
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
     rows = db.execute("SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)).fetchall()
-    return [approval_from_json(body) for (body,) in rows]
+    return [codec.load(Approval, body) for (body,) in rows]

@@ -1,19 +1,24 @@
-"""A store wrapper that times every operation into the gateway's metrics, each in a trace span of its own."""
+"""A store wrapper that times every operation into the gateway's metrics, each in a trace span of its own.
+
+It forwards whatever the store protocols declare (gateway.stores.base.OPERATIONS), so an operation added to a
+role is timed without a line here, and the metric's ``operation`` label is one of those names (bounded). Passed
+through untimed: what runs once per process (``serve_from``, ``recover_in_flight``, ``close``), the operator's
+``trim_audit``, and what is not one awaited call (``lock``, ``audit_entries``).
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import AbstractAsyncContextManager
-from typing import TypeVar
+from typing import Any
 
 from prometheus_client import Histogram
 
 from gateway.observability.tracing import span
-from gateway.records import Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
-from gateway.stores.base import Store
+from gateway.stores.base import OPERATIONS, Store
 
-T = TypeVar("T")
+UNTIMED = frozenset({"serve_from", "recover_in_flight", "trim_audit", "close"})
 
 
 class TimedStore:
@@ -23,76 +28,22 @@ class TimedStore:
         self.inner = inner
         self._seconds = seconds
 
-    async def _timed(self, operation: str, call: Awaitable[T]) -> T:
-        started = time.perf_counter()
-        try:
-            with span(f"store {operation}"):
-                return await call
-        finally:
-            self._seconds.labels(operation).observe(time.perf_counter() - started)
+    def __getattr__(self, name: str) -> Any:
+        if name not in OPERATIONS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        operation = getattr(self.inner, name)
+        if name in UNTIMED or not inspect.iscoroutinefunction(operation):
+            return operation
+        seconds = self._seconds.labels(name)
 
-    async def put_plan(self, plan: Plan, now: float) -> None:
-        await self._timed("put_plan", self.inner.put_plan(plan, now))
+        @functools.wraps(operation)
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                with span(f"store {name}"):
+                    return await operation(*args, **kwargs)
+            finally:
+                seconds.observe(time.perf_counter() - started)
 
-    async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
-        return await self._timed("get_plan", self.inner.get_plan(plan_id, now))
-
-    async def get_record(self, caller: str, key: str) -> KeyRecord | None:
-        return await self._timed("get_record", self.inner.get_record(caller, key))
-
-    async def claim(self, record: KeyRecord, now: float, retention: float) -> Claim:
-        return await self._timed("claim", self.inner.claim(record, now, retention))
-
-    async def release(self, record: KeyRecord) -> None:
-        await self._timed("release", self.inner.release(record))
-
-    async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
-        return await self._timed("settle", self.inner.settle(record, entry))
-
-    async def consume_plan(self, plan_id: str) -> bool:
-        return await self._timed("consume_plan", self.inner.consume_plan(plan_id))
-
-    async def use_nonce(self, nonce: str, now: float, ttl: float) -> bool:
-        return await self._timed("use_nonce", self.inner.use_nonce(nonce, now, ttl))
-
-    async def serve_from(self, holder: str) -> None:
-        await self.inner.serve_from(holder)
-
-    async def recover_in_flight(self) -> list[KeyRecord]:
-        return await self.inner.recover_in_flight()
-
-    async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
-        return await self._timed("take_token", self.inner.take_token(bucket, per_second, burst, now))
-
-    def lock(self, target: str) -> AbstractAsyncContextManager[None]:
-        return self.inner.lock(target)
-
-    async def append_audit(self, entry: AuditEntry) -> AuditEntry:
-        return await self._timed("append_audit", self.inner.append_audit(entry))
-
-    async def trim_audit(self, before: float, now: float) -> AuditEntry | None:
-        return await self.inner.trim_audit(before, now)
-
-    def audit_entries(self) -> AsyncIterator[AuditEntry]:
-        return self.inner.audit_entries()
-
-    async def count_write(self, scopes: list[str], now: float) -> None:
-        await self._timed("count_write", self.inner.count_write(scopes, now))
-
-    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
-        return await self._timed("recent_writes", self.inner.recent_writes(scopes, now))
-
-    async def put_approval(self, approval: Approval) -> Approval:
-        return await self._timed("put_approval", self.inner.put_approval(approval))
-
-    async def get_approval(self, approval_id: str) -> Approval | None:
-        return await self._timed("get_approval", self.inner.get_approval(approval_id))
-
-    async def replace_approval(self, approval: Approval) -> bool:
-        return await self._timed("replace_approval", self.inner.replace_approval(approval))
-
-    async def open_approvals(self, now: float) -> list[Approval]:
-        return await self._timed("open_approvals", self.inner.open_approvals(now))
-
-    async def close(self) -> None:
-        await self.inner.close()
+        self.__dict__[name] = timed  # looked up once per operation: later calls find it as an attribute
+        return timed

@@ -21,8 +21,9 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
     9     the backend's answer becomes the outcome (applied, unknown,             settle
           error), reporting only values that fit the output schema
 
-The idempotency record is a small state machine (KEY_TRANSITIONS): a key is claimed before the backend is
-called, and it ends applied, unknown or error; only a claim whose call was never sent is released.
+The idempotency record is a small state machine (KEY_TRANSITIONS, kept in gateway.records, where every store
+reads it too): a key is claimed before the backend is called, and it ends applied, unknown or error; only a
+claim whose call was never sent is released.
 
 This module imports records, config, errors and text helpers only (tests/system/test_layout_imports.py holds it
 to that).
@@ -38,29 +39,13 @@ from typing import TYPE_CHECKING, Any
 from gateway.config import WriteTool
 from gateway.config.expressions import MISSING, at_path, render
 from gateway.errors import Code, ToolError
+from gateway.records import KEY_TRANSITIONS as KEY_TRANSITIONS
 from gateway.records import Expired, KeyRecord, KeyState, Plan, Reply
+from gateway.records import next_key_state as next_key_state
 from gateway.text import escaped
 
 if TYPE_CHECKING:  # for annotations only: the decisions never load the SDK
     from mcp_types import ClientCapabilities, ElicitResult
-
-ABSENT = "absent"
-
-KEY_TRANSITIONS: dict[tuple[str, str], str] = {
-    (ABSENT, "claim"): "in_flight",
-    ("in_flight", "release"): ABSENT,
-    ("in_flight", "applied"): "applied",
-    ("in_flight", "unknown"): "unknown",
-    ("in_flight", "error"): "error",
-}
-
-
-def next_key_state(state: str, event: str) -> str:
-    """The key's state after an event; ValueError for a transition the write path never makes."""
-    try:
-        return KEY_TRANSITIONS[(state, event)]
-    except KeyError:
-        raise ValueError(f"illegal idempotency transition: {event!r} from {state!r}") from None
 
 
 class AfterLookup(Enum):

@@ -3,6 +3,7 @@ leases, fencing of a holder whose lease lapsed, and failing closed when Redis ca
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -48,6 +49,19 @@ async def test_replicas_share_rate_limit_buckets(replicas: tuple[RedisStore, Red
     assert await first.take_token("carol\nreset_tenant", 0.001, 2, 0.0) == 0.0
     assert await second.take_token("carol\nreset_tenant", 0.001, 2, 0.0) == 0.0
     assert await first.take_token("carol\nreset_tenant", 0.001, 2, 0.0) > 0
+
+
+async def test_records_a_newer_replica_wrote_read_back(replicas: tuple[RedisStore, RedisStore, aioredis.Redis]) -> None:
+    first, _, raw = replicas
+    plan = make_plan()
+    await first.put_plan(plan, time.time())
+    await first.claim(in_flight(plan), time.time(), RETENTION)
+    for name in (first.prefix + "plan:" + plan.plan_id, first.prefix + "key:alice:key-0001"):
+        body = json.loads(await raw.hget(name, "body") or "{}")
+        await raw.hset(name, "body", json.dumps({**body, "added_in_a_later_version": 1}))
+    found = await first.get_plan(plan.plan_id, time.time())
+    assert found == replace(plan, in_use_by="key-0001")
+    assert await first.get_record("alice", "key-0001") == in_flight(plan)
 
 
 async def test_a_lock_excludes_holders_on_other_replicas(

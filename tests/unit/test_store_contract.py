@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -14,13 +15,24 @@ import pytest
 from gateway.approvals.lifecycle import decide, new_approval
 from gateway.audit.chain import ChainKeys, verify
 from gateway.errors import StoreInUse
-from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, Plan
+from gateway.records import KEY_TRANSITIONS, TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, KeyState, Plan
 from gateway.stores import Store, open_store
 
 pytestmark = pytest.mark.anyio
 
 RETENTION = 86_400.0
 KEYS = ChainKeys([b"contract-audit-key-0123456789abcdef"])
+
+KEY_LIFE = {
+    ("absent", "claim"): "in_flight",
+    ("in_flight", "release"): "absent",
+    ("in_flight", "applied"): "applied",
+    ("in_flight", "unknown"): "unknown",
+    ("in_flight", "error"): "error",
+}
+"""A key's life, written out: (state, event) -> next state. Every pair not listed leaves the key as it was."""
+KEY_STATES = ["absent", "in_flight", "applied", "unknown", "error"]
+KEY_EVENTS = ["claim", "release", "applied", "unknown", "error"]
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -127,6 +139,31 @@ class StoreContract:
         assert await store.get_record("alice", "key-0001") == applied
         assert await store.get_plan(plan.plan_id, time.time()) is None
         assert (await store.claim(in_flight(plan), time.time(), RETENTION)).existing == applied
+
+    async def test_a_key_changes_state_only_as_the_written_out_table_says(self, store: Store) -> None:
+        went: dict[tuple[str, str], str] = {}
+        unchanged: list[tuple[str, str]] = []
+        for n, (state, event) in enumerate((state, event) for state in KEY_STATES for event in KEY_EVENTS):
+            plan = make_plan(f"pl_{n}")
+            record = in_flight(plan, f"key-{n:04}")
+            await store.put_plan(plan, time.time())
+            if state != "absent":
+                await store.claim(record, time.time(), RETENTION)
+            if state not in ("absent", "in_flight"):
+                await store.settle(_settled(record, state))
+            before = await store.get_record(record.caller, record.key)
+            if event == "claim":
+                await store.claim(record, time.time(), RETENTION)
+            elif event == "release":
+                await store.release(record)
+            else:
+                await store.settle(_settled(record, event))
+            after = await store.get_record(record.caller, record.key)
+            went[(state, event)] = after.state if after is not None else "absent"
+            if (state, event) not in KEY_LIFE and after != before:
+                unchanged.append((state, event))
+        assert went == {pair: KEY_LIFE.get(pair, pair[0]) for pair in went}
+        assert unchanged == []  # an event the table does not list changes nothing, not even the stored result
 
     async def test_a_consumed_plan_is_gone_unless_a_key_has_claimed_it(self, store: Store) -> None:
         now = time.time()
@@ -273,6 +310,15 @@ async def test_a_sqlite_store_is_served_by_one_process_until_it_closes(tmp_path:
     finally:
         await first.close()
         await second.close()
+
+
+def test_the_key_table_every_store_applies_is_the_one_written_out_here() -> None:
+    assert KEY_TRANSITIONS == KEY_LIFE
+
+
+def _settled(record: KeyRecord, state: str) -> KeyRecord:
+    """The record settled by the event named after its end state, with a result that says which."""
+    return replace(record, state=cast(KeyState, state), result={"settled": state})
 
 
 async def _assert_exclusive(stores: list[Store], target: str) -> None:
