@@ -74,7 +74,9 @@ async def check(
             backends[name] = await stack.enter_async_context(McpBackend(section))
         readers = {name: TargetReader(backend) for name, backend in backends.items()}
         probes = {
-            name: Probe(config, name, section, backends[name], readers[name], readers, probe_actions)
+            name: Probe(
+                config, name, section, backends[name], readers[name], readers, probe_actions or section.probe_actions
+            )
             for name, section in config.backend_sections().items()
         }
         for probe in probes.values():

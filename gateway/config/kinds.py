@@ -248,7 +248,8 @@ class PreviewTool(ToolKind):
     def face(self, name: str, sources: Sources) -> Face:
         fields, always = self.plan_fields(sources.enums)
         expires = {"type": "string", "format": "date-time"}
-        approval = object_schema({"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": ["string", "null"]}})
+        modes = {"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": "string"}}
+        approval = object_schema(modes, required=["mode"])  # no rule: the tool's own confirm decided
         outputs = object_schema(
             {**fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
         )

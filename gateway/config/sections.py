@@ -200,6 +200,7 @@ class BackendSection(Model):
     tool: str = "manage_tenant"
     action_argument: str = "action"
     payload_argument: str = "payload"
+    probe_actions: bool = False  # check may send an action that cannot exist and read the refusal
     call_timeout_seconds: float = Field(30.0, gt=0)
     connect_timeout_seconds: float = Field(30.0, gt=0)
     max_result_bytes: int = Field(16 * 1024 * 1024, gt=0)

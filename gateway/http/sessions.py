@@ -203,6 +203,12 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
         if MCP_SESSION_ID_HEADER in Headers(scope=scope):
             await super()._handle_stateful_request(scope, receive, send)
             return
+        if scope["method"] != "POST":
+            # Only a POSTed initialize opens a session; the SDK would open one here only to refuse the request
+            # and hand out its id, which then answers 404.
+            message = "Bad Request: Missing session ID (a session opens with a POSTed initialize)."
+            await _refusal(400, None, message)(scope, receive, send)
+            return
         caller = self._limits.caller()
         opening = self._quota.reserve(caller)
         if opening is None:
@@ -256,14 +262,16 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
 
 
-def _refusal(status: int, code: Code, message: str, retry_after: float | None = None) -> Response:
-    """An HTTP refusal with a JSON-RPC error whose ``data`` carries the gateway's code (and the wait, if known)."""
-    data: dict[str, Any] = {"code": code.value}
+def _refusal(status: int, code: Code | None, message: str, retry_after: float | None = None) -> Response:
+    """An HTTP refusal with a JSON-RPC error whose ``data`` carries the gateway's code, if it has one (and the
+    wait, if known)."""
+    data: dict[str, Any] = {} if code is None else {"code": code.value}
     headers = {}
     if retry_after is not None:
         data["retryAfterSeconds"] = retry_after
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
-    body = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=message, data=data))
+    error = ErrorData(code=INVALID_REQUEST, message=message, **({"data": data} if data else {}))
+    body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
     return Response(
         body.model_dump_json(by_alias=True, exclude_unset=True),
         status_code=status,

@@ -56,7 +56,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
         **summary,
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
-        "approval": {"mode": public_mode(choice.mode), "rule": choice.rule},
+        "approval": {"mode": public_mode(choice.mode), **({"rule": choice.rule} if choice.rule else {})},
     }
 
 

@@ -108,13 +108,22 @@ def test_a_write_action_the_god_tools_schema_enumerates_is_verified_and_a_typo_i
     assert f"FAIL  tools.{DATABASES.write_tool}.call.action: 'restorex' is not one of the god-tool's actions" in output
 
 
+def no_probe(data: dict[str, Any]) -> None:
+    """The backend table without ``probe_actions`` (which the built-in demo config sets)."""
+    data["backend"].pop("probe_actions")
+
+
 def test_a_write_action_no_schema_lists_is_a_warning_unless_a_probe_is_asked_for(tmp_path: Path) -> None:
-    code, output = run_check(TENANTS, tmp_path / "plain")
+    code, output = run_check(TENANTS, tmp_path / "plain", no_probe)
     assert code == 0, output
     assert f"WARN  tools.{TENANTS.write_tool}.call.action: 'reseed' is unverified" in output
-    code, output = run_check(TENANTS, tmp_path / "probed", None, "--probe-actions")
+    code, output = run_check(TENANTS, tmp_path / "probed", no_probe, "--probe-actions")
     assert code == 0, output
     assert "would call 'reseed', listed in its refusal of an action that cannot exist" in output
+    assert "WARN" not in output
+    code, output = run_check(TENANTS, tmp_path / "demo")  # the demo config's own probe_actions = true
+    assert code == 0, output
+    assert "would call 'reseed', listed in its refusal" in output
     assert "WARN" not in output
     code, output = run_check(TENANTS, tmp_path / "typo", misname_the_write(TENANTS), "--probe-actions")
     assert code == 0, output

@@ -187,3 +187,14 @@ async def test_a_write_whose_stream_drops_resumes_with_last_event_id(tmp_path: P
             missed = [event async for event in events(late)]
         assert [JSONRPCResponse.model_validate_json(event["data"]).id for event in missed if event.get("data")] == [3]
     assert profile.write_count(db) == 1
+
+
+async def test_a_request_without_a_session_that_is_not_post_opens_none(tmp_path: Path, profile: Profile) -> None:
+    """A bare GET (or DELETE) of /mcp is refused without handing out a session id that would then answer 404."""
+    config, port = write_config(profile, tmp_path), free_port()
+    async with serve(config, port), httpx.AsyncClient(timeout=30) as http:
+        for method in ("GET", "DELETE"):
+            answer = await http.request(method, f"http://127.0.0.1:{port}/mcp", headers=ACCEPT_BOTH)
+            assert answer.status_code == 400, (method, answer.text)
+            assert "mcp-session-id" not in answer.headers, method
+            assert "Missing session ID" in answer.json()["error"]["message"]

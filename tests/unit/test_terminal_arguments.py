@@ -9,7 +9,7 @@ import pytest
 
 from gateway.cli.call.arguments import UsageError, parse_pairs
 from gateway.cli.call.failures import printable, unknown_tool
-from gateway.cli.call.terminal import render
+from gateway.cli.call.terminal import argument, render
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -68,3 +68,11 @@ def test_an_unknown_tool_names_the_closest_one_and_lists_them_escaped() -> None:
     assert "evil\\u001b[0m" in listing and "\x1b" not in listing
     first, _ = unknown_tool("zzz", ["list_tenants"])
     assert "did you mean" not in first
+
+
+def test_tools_shows_the_length_and_pattern_a_value_must_meet() -> None:
+    """A short key fails on a pattern the listing showed, never on one it hid."""
+    key = {"type": "string", "minLength": 8, "maxLength": 128, "pattern": "^[A-Za-z0-9._:-]+$"}
+    line = argument(key, required=True)
+    assert line == ("string, at least 8 characters, at most 128 characters, matching ^[A-Za-z0-9._:-]+$, required")
+    assert "\\u001b" in argument({"type": "string", "pattern": "a\x1bb"}, required=False)

@@ -61,6 +61,24 @@ async def test_every_tool_states_all_hints_and_has_an_output_schema(gw: Gateway,
     assert set(write.input_schema["properties"]) == {"planId", "idempotencyKey"}
 
 
+def type_arrays(schema: Any, where: str = "") -> list[str]:
+    """Where a schema spells a type as an array (``["string", "null"]``), which not every client reads."""
+    if isinstance(schema, dict):
+        here = [where or "/"] if isinstance(schema.get("type"), list) else []
+        return here + [found for key, value in schema.items() for found in type_arrays(value, f"{where}/{key}")]
+    if isinstance(schema, list):
+        return [found for index, value in enumerate(schema) for found in type_arrays(value, f"{where}/{index}")]
+    return []
+
+
+async def test_no_published_schema_spells_a_type_as_an_array(gw: Gateway, era: str) -> None:
+    async with connect(gw, era) as client:
+        tools = (await client.list_tools()).tools
+    for tool in tools:
+        assert type_arrays(tool.input_schema) == [], tool.name
+        assert type_arrays(tool.output_schema) == [], tool.name
+
+
 async def test_the_god_tool_is_not_listed_and_cannot_be_called(
     gw: Gateway, profile: Profile, era: str, db: Path
 ) -> None:

@@ -166,7 +166,7 @@ def hints(annotations: types.ToolAnnotations | None) -> str:
 
 
 def argument(prop: Any, required: bool) -> str:
-    """One argument's type, bounds, choices and default."""
+    """One argument's type, bounds, length, pattern, choices and default."""
     if not isinstance(prop, dict):
         return "any"
     kind = prop.get("type", "any")
@@ -176,8 +176,12 @@ def argument(prop: Any, required: bool) -> str:
     low, high = prop.get("minimum"), prop.get("maximum")
     if low is not None or high is not None:
         parts.append(f"{'' if low is None else low}..{'' if high is None else high}")
+    if "minLength" in prop:
+        parts.append(f"at least {prop['minLength']} characters")
     if "maxLength" in prop:
         parts.append(f"at most {prop['maxLength']} characters")
+    if "pattern" in prop:
+        parts.append(f"matching {cell(prop['pattern'])}")
     if "default" in prop:
         parts.append(f"default {cell(prop['default'])}")
     parts.append("required" if required else "optional")
