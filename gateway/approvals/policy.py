@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Choice:
-    """The confirmation a plan gets: ``mode`` is boolean, typed, url or deny; ``rule`` None for the tool's own."""
+    """The confirmation a plan gets: ``mode`` is form, typed, url or deny; ``rule`` None for the tool's own."""
 
     mode: str
     rule: str | None
@@ -62,8 +62,7 @@ def choose(tool: WriteTool, facts: dict[str, Any]) -> tuple[Choice, list[Evaluat
         holds, error = _holds(rule, facts)
         evaluations.append(Evaluation(rule.name, holds, error))
         if holds:
-            mode = "boolean" if rule.mode == "form" else rule.mode
-            return Choice(mode, rule.name, rule.approvers, rule.four_eyes, rule.notify), evaluations
+            return Choice(rule.mode, rule.name, rule.approvers, rule.four_eyes, rule.notify), evaluations
     return Choice(tool.confirm, None, tool.approvers, tool.four_eyes), evaluations
 
 
@@ -92,15 +91,12 @@ def counts_writes(tool: WriteTool) -> bool:
     return any("writes" in rule.when for rule in tool.approval)
 
 
-def public_mode(mode: str) -> str:
-    """A mode as rules and the preview's output spell it (``form`` for the checkbox form)."""
-    return "form" if mode == "boolean" else mode
-
-
 def from_plan(record: dict[str, Any] | None, tool: WriteTool) -> Choice:
     """The choice a plan carries (a plan from before rules existed: the tool's own setting)."""
     if not record:
         return Choice(tool.confirm, None, tool.approvers, tool.four_eyes)
+    if record.get("mode") == "boolean":  # a plan previewed by a version that spelled the form so
+        record = {**record, "mode": "form"}
     return Choice(**record)
 
 

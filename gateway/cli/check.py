@@ -117,7 +117,7 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
     """Which approval rule a plan for WRITE_TOOL TARGET [key=value ...] would hit, each rule's verdict on the way.
     The target and lookups are read from the backend; the caller is the local one with every scope, and the
     write counters are zero (a check opens no store)."""
-    from gateway.approvals.policy import choose, facts, public_mode
+    from gateway.approvals.policy import choose, facts
     from gateway.cli.call.terminal import UsageError, parse_pairs
     from gateway.identity.caller import caller_facts
     from gateway.tools.preview import effect
@@ -147,12 +147,12 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
             f"  rule {evaluation.rule}: {verdict}" + (f" (error: {evaluation.error})" if evaluation.error else "")
         )
     if choice.rule is None:
-        lines.append(f"  -> no rule holds: the tool's own confirm = {public_mode(choice.mode)!r}")
+        lines.append(f"  -> no rule holds: the tool's own confirm = {choice.mode!r}")
     else:
         extra = (
             f", approvers {choice.approvers}, four eyes {str(choice.four_eyes).lower()}" if choice.mode == "url" else ""
         )
-        lines.append(f"  -> mode {public_mode(choice.mode)!r} by rule {choice.rule}{extra}")
+        lines.append(f"  -> mode {choice.mode!r} by rule {choice.rule}{extra}")
     return lines
 
 

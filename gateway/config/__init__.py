@@ -1,7 +1,7 @@
 """The gateway's configuration: TOML in, frozen pydantic models out. The reference is docs/configuration.md.
 
 A bad file fails at start with one sentence per problem naming the TOML key, for example
-``tools.reset_tenant.confirm: Input should be 'boolean', 'typed' or 'url'``. The models live in ``sections`` (the
+``tools.reset_tenant.confirm: Input should be 'form', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
 call backs which tool), ``kinds`` (the read, preview and write tools, each kind answering for itself; ``face``
 holds what they show a client) and ``passthrough`` (a backend's own tools, published on purpose); this module
@@ -15,6 +15,7 @@ tool is served by its preview's backend.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import tomllib
 from pathlib import Path
@@ -255,6 +256,31 @@ def load_config(path: str | Path | None = None) -> GatewayConfig:
     return parse_config(data, source=str(file), base=file.parent)
 
 
+log = logging.getLogger(__name__)
+
+OLD_SPELLINGS = {("confirm", "boolean"): "form"}
+"""Values an older version took, each read as its new name with a warning naming the key."""
+
+
+def renamed(data: dict[str, Any]) -> dict[str, Any]:
+    """The data with every old spelling of a tool's value replaced by its new name, each one logged."""
+    tools = data.get("tools")
+    if not isinstance(tools, dict):
+        return data
+    fixed = dict(tools)
+    for name, tool in tools.items():
+        if not isinstance(tool, dict):
+            continue
+        for key, value in tool.items():
+            new = OLD_SPELLINGS.get((key, value)) if isinstance(value, str) else None
+            if new is not None:
+                log.warning(
+                    "tools.%s.%s: %r is the old name of %r; it still loads, write %r", name, key, value, new, new
+                )
+                fixed[name] = {**fixed[name], key: new}
+    return {**data, "tools": fixed}
+
+
 def parse_config(
     data: dict[str, Any], source: str = "config", base: Path | None = None, *, builtin: bool = False
 ) -> GatewayConfig:
@@ -265,7 +291,7 @@ def parse_config(
     if undecided:
         raise ConfigError(f"invalid configuration in {source}:\n  " + "\n  ".join(undecided))
     try:
-        config = GatewayConfig.model_validate(data)
+        config = GatewayConfig.model_validate(renamed(data))
     except ValidationError as exc:
         lines = []
         for error in exc.errors():

@@ -73,7 +73,7 @@ class ToolKind(Model):
         return READ_SCOPES
 
     def modes(self) -> set[str]:
-        """Every confirmation mode a call can get (``boolean`` for a form); none for a tool that never asks."""
+        """Every confirmation mode a call can get (``form``, ``typed``, ``url``); none for a tool that never asks."""
         return set()
 
     def prompt_seconds(self) -> float | None:
@@ -268,7 +268,7 @@ class WriteTool(ToolKind):
     version_from: str | None = None
     destructive: bool = True
     open_world: bool = False
-    confirm: Literal["boolean", "typed", "url"] = "boolean"
+    confirm: Literal["form", "typed", "url"] = "form"
     approvers: int = Field(1, ge=1, le=10)
     four_eyes: bool = False
     approval: list[ApprovalRule] = []
@@ -286,8 +286,8 @@ class WriteTool(ToolKind):
         return self
 
     def modes(self) -> set[str]:
-        """Every confirmation mode a plan of this tool can get (``boolean`` for a form)."""
-        return {self.confirm, *("boolean" if rule.mode == "form" else rule.mode for rule in self.approval)}
+        """Every confirmation mode a plan of this tool can get."""
+        return {self.confirm, *(rule.mode for rule in self.approval)}
 
     @property
     def writes(self) -> bool:

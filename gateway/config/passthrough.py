@@ -32,7 +32,7 @@ class PassthroughTool(ToolKind):
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     timeout_seconds: float | None = Field(None, gt=0)
-    confirm: Literal["boolean", "typed"] = "boolean"
+    confirm: Literal["form", "typed"] = "form"
     target_argument: str | None = None
     message: str | None = None
     prompt_timeout_seconds: float = Field(300.0, gt=0)

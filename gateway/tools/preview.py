@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.approvals.policy import Choice, choose, counts_writes, facts, public_mode, scopes_for
+from gateway.approvals.policy import Choice, choose, counts_writes, facts, scopes_for
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.config import PreviewTool, WriteTool
@@ -49,14 +49,14 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
         approval=choice.record(),
     )
     await gw.store.put_plan(plan, now)
-    gw.metrics.plans.labels(write_name, public_mode(choice.mode), choice.rule or "(tool)").inc()
+    gw.metrics.plans.labels(write_name, choice.mode, choice.rule or "(tool)").inc()
     return {
         "planId": plan.plan_id,
         **plan.arguments,
         **summary,
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
-        "approval": {"mode": public_mode(choice.mode), **({"rule": choice.rule} if choice.rule else {})},
+        "approval": {"mode": choice.mode, **({"rule": choice.rule} if choice.rule else {})},
     }
 
 

@@ -28,7 +28,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.approvals.lifecycle import approved_by
-from gateway.approvals.policy import Choice, from_plan, public_mode, scopes_for
+from gateway.approvals.policy import Choice, from_plan, scopes_for
 from gateway.audit import trail
 from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
@@ -226,7 +226,7 @@ async def _decide(
     call.note(target=plan.target, version_before=plan.version)
     message = question_text(call.preview.message, plan, call.preview.target.noun)
     choice = from_plan(plan.approval, call.config)
-    decided_by = {"mode": public_mode(choice.mode), **({"rule": choice.rule} if choice.rule else {})}
+    decided_by = {"mode": choice.mode, **({"rule": choice.rule} if choice.rule else {})}
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)

@@ -141,7 +141,7 @@ def test_a_probe_whose_refusal_lists_nothing_leaves_the_write_action_unverified(
     [
         (
             lambda d, p: d["tools"][p.write_tool].update(confirm="maybe"),
-            "confirm: Input should be 'boolean', 'typed' or 'url'",
+            "confirm: Input should be 'form', 'typed' or 'url'",
         ),
         (lambda d, p: d["tools"][p.write_tool]["call"]["payload"].update(extra="{nope}"), "uses {nope}; available:"),
         (lambda d, p: d["tools"][p.list_tool].update(colour="red"), "colour: unknown key"),

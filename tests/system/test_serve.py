@@ -138,7 +138,7 @@ def test_serve_refuses_a_non_loopback_address_without_auth() -> None:
 
 def test_a_bad_config_fails_at_start_naming_the_key(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text(DEFAULT_CONFIG.read_text().replace('confirm = "boolean"', 'confirm = "maybe"'))
+    bad.write_text(DEFAULT_CONFIG.read_text().replace('confirm = "form"', 'confirm = "maybe"'))
     done = subprocess.run(
         [sys.executable, "-m", "gateway", "serve", "--config", str(bad)], capture_output=True, text=True, timeout=60
     )

@@ -139,3 +139,24 @@ def test_a_redis_lock_lease_must_outlast_every_backends_and_every_pass_through_w
     change(data)
     refusal = lease_refusal(parse_config(data))
     assert refusal is not None and named in refusal
+
+
+def test_the_old_name_of_the_form_mode_loads_as_form_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    data = default_data()
+    data["tools"]["reset_tenant"]["confirm"] = "boolean"
+    with caplog.at_level("WARNING", logger="gateway.config"):
+        config = parse_config(data)
+    tool = config.tools["reset_tenant"]
+    assert isinstance(tool, WriteTool) and tool.confirm == "form" and tool.modes() == {"form"}
+    assert [record.getMessage() for record in caplog.records] == [
+        "tools.reset_tenant.confirm: 'boolean' is the old name of 'form'; it still loads, write 'form'"
+    ]
+    assert data["tools"]["reset_tenant"]["confirm"] == "boolean"  # the caller's data is left as it was
+
+
+def test_a_plan_previewed_with_the_old_mode_name_reads_as_form() -> None:
+    from gateway.approvals.policy import from_plan
+
+    tool = load_config().tools["reset_tenant"]
+    assert isinstance(tool, WriteTool)
+    assert from_plan({"mode": "boolean", "rule": None}, tool).mode == "form"

@@ -65,7 +65,7 @@ async def test_a_fixture_named_to_repaint_the_terminal_is_never_offered(tmp_path
 async def test_a_tenant_name_reaches_the_prompt_only_escaped(tmp_path: Path, era: str) -> None:
     db = tmp_path / "backend.db"
     hostile_backend(db)
-    config = parse_config(config_data(TENANTS, db, state_dir=tmp_path / "state", tools=naming_tools("boolean")))
+    config = parse_config(config_data(TENANTS, db, state_dir=tmp_path / "state", tools=naming_tools("form")))
     answers = Answers(action="decline")
     async with running_gateway(config, backend_in_process=True) as gw, connect(gw, era, answers) as client:
         plan = await preview(client, TENANTS)

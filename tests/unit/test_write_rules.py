@@ -228,5 +228,5 @@ def test_a_decline_or_cancel_uses_the_plan_up_and_nothing_else_does(
     assert uses_up_plan(answer) is used_up
     if used_up:
         with pytest.raises(ToolError) as refused:
-            require_yes(answer, "boolean", PLAN, PREVIEW)
+            require_yes(answer, "form", PLAN, PREVIEW)
         assert (refused.value.code, refused.value.next_tool) == ("not_confirmed", PREVIEW)
