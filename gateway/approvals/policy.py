@@ -13,15 +13,22 @@ holds, the tool's own ``confirm`` applies. A condition reads:
     writes     {caller, tool, caller_tool, all} x {minute, hour, day}: writes applied (or with an unknown outcome)
                in those windows, counted in the store (shared by replicas on Redis)
 
-A condition that cannot be evaluated for a plan (a field the target lacks, a type mismatch) counts as holding:
-its rule, usually a stricter one, applies rather than a weaker one further down. The choice is stored in the plan
-(``Plan.approval``), so a config changed later cannot weaken a plan already issued.
+A condition that cannot be evaluated for a plan (a field the target lacks, a type mismatch) fails closed: the
+plan gets the strictest of that rule, every later rule and the tool's own ``confirm`` (``STRICTNESS``: form, typed,
+url, deny; then more approvers, then four eyes), or the rule's own ``on_error`` mode when the operator set one.
+``Choice.unevaluable`` names the rule, for the preview's output, the audit and the metrics. The choice is stored
+in the plan (``Plan.approval``), so a config changed later cannot weaken a plan already issued.
+
+Conditions see what the backend reports (``target``) and the plan's numbers computed from it (``summary``): a
+backend that misreports a field picks the mode that field implies. Protections that must hold whatever the
+backend says belong on ids, arguments and scopes (``arguments``, ``target.id``, ``caller``), which the gateway
+itself knows.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -40,6 +47,8 @@ class Choice:
     approvers: int = 1
     four_eyes: bool = False
     notify: str | None = None
+    unevaluable: str | None = None
+    """The rule whose condition could not be evaluated, when the choice failed closed because of it."""
 
     def record(self) -> dict[str, Any]:
         """As a plan keeps it."""
@@ -55,15 +64,56 @@ class Evaluation:
     error: str | None = None
 
 
+STRICTNESS = ("form", "typed", "url", "deny")
+"""The modes from the weakest to the strictest."""
+
+
+def strictness(choice: Choice) -> tuple[int, int, bool]:
+    """How strict a choice is: its mode first, then how many people, then whether four eyes are needed."""
+    return STRICTNESS.index(choice.mode), choice.approvers, choice.four_eyes
+
+
 def choose(tool: WriteTool, facts: dict[str, Any]) -> tuple[Choice, list[Evaluation]]:
-    """The first rule that holds decides; the rules evaluated on the way, in order."""
+    """The first rule that holds decides, and one that cannot be evaluated fails closed (see the module
+    docstring); the rules evaluated on the way, in order."""
     evaluations = []
-    for rule in tool.approval:
+    own = Choice(tool.confirm, None, tool.approvers, tool.four_eyes)
+    for index, rule in enumerate(tool.approval):
         holds, error = _holds(rule, facts)
         evaluations.append(Evaluation(rule.name, holds, error))
+        if error is not None:
+            return _failed_closed(tool, index, own), evaluations
         if holds:
-            return Choice(rule.mode, rule.name, rule.approvers, rule.four_eyes, rule.notify), evaluations
-    return Choice(tool.confirm, None, tool.approvers, tool.four_eyes), evaluations
+            return _chosen_by(rule, rule.mode), evaluations
+    return own, evaluations
+
+
+def _chosen_by(rule: ApprovalRule, mode: str) -> Choice:
+    if mode != "url":
+        return Choice(mode, rule.name)
+    return Choice(mode, rule.name, rule.approvers, rule.four_eyes, rule.notify)
+
+
+def _failed_closed(tool: WriteTool, index: int, own: Choice) -> Choice:
+    """The choice when rule ``index`` cannot be evaluated: its ``on_error``, or the strictest from it on."""
+    rule = tool.approval[index]
+    if rule.on_error is not None:
+        return replace(_chosen_by(rule, rule.on_error), unevaluable=rule.name)
+    candidates = [_chosen_by(later, later.mode) for later in tool.approval[index:]] + [own]
+    return replace(max(candidates, key=strictness), unevaluable=rule.name)
+
+
+def decided_by(choice: Choice) -> dict[str, str]:
+    """What decided a plan's mode, as the preview's output and the audit show it: ``mode``, the ``rule`` (left
+    out for the tool's own ``confirm``) and the rule that was ``unevaluable``, if the choice failed closed."""
+    named = {"rule": choice.rule, "unevaluable": choice.unevaluable}
+    return {"mode": choice.mode, **{key: value for key, value in named.items() if value is not None}}
+
+
+def weaker_rules(tool: WriteTool) -> list[ApprovalRule]:
+    """The rules whose mode is weaker than the tool's own ``confirm`` (``check`` warns about each)."""
+    own = STRICTNESS.index(tool.confirm)
+    return [rule for rule in tool.approval if STRICTNESS.index(rule.mode) < own]
 
 
 def facts(
@@ -115,10 +165,12 @@ def _holds(rule: ApprovalRule, facts: dict[str, Any]) -> tuple[bool, str | None]
         result = _program(rule.when).execute(facts)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-        log.warning("approval rule %s could not be evaluated (%s); it holds", rule.name, message)
+        log.warning("approval rule %s could not be evaluated (%s); the plan fails closed", rule.name, message)
         return True, message
     if not isinstance(result, bool):
-        return True, f"the condition gave {type(result).__name__}, not a bool"
+        message = f"the condition gave {type(result).__name__}, not a bool"
+        log.warning("approval rule %s could not be evaluated (%s); the plan fails closed", rule.name, message)
+        return True, message
     return result, None
 
 

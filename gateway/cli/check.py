@@ -66,6 +66,7 @@ async def check(
     """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
     ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
+    report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []
     async with AsyncExitStack() as stack:
@@ -113,6 +114,23 @@ async def check(
     return 1 if report.problems else 0
 
 
+def _weaker_rules(config: GatewayConfig) -> list[str]:
+    """A warning for every approval rule whose mode is weaker than its tool's own confirm."""
+    from gateway.approvals.policy import weaker_rules
+
+    warnings = []
+    for name, tool in config.tools.items():
+        write = tool.as_write()
+        if write is None:
+            continue
+        for rule in weaker_rules(write):
+            warnings.append(
+                f"tools.{name}.approval {rule.name}: mode {rule.mode!r} is weaker than the tool's confirm ="
+                f" {write.confirm!r}, so a plan this rule matches is confirmed less strictly than the tool's default"
+            )
+    return warnings
+
+
 async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: Report) -> list[str]:
     """Which approval rule a plan for WRITE_TOOL TARGET [key=value ...] would hit, each rule's verdict on the way.
     The target and lookups are read from the backend; the caller is the local one with every scope, and the
@@ -146,7 +164,12 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
         lines.append(
             f"  rule {evaluation.rule}: {verdict}" + (f" (error: {evaluation.error})" if evaluation.error else "")
         )
-    if choice.rule is None:
+    if choice.unevaluable is not None:
+        lines.append(
+            f"  -> rule {choice.unevaluable} cannot be evaluated: fails closed to mode {choice.mode!r}"
+            + (f" (by rule {choice.rule})" if choice.rule else " (the tool's own confirm)")
+        )
+    elif choice.rule is None:
         lines.append(f"  -> no rule holds: the tool's own confirm = {choice.mode!r}")
     else:
         extra = (

@@ -48,6 +48,9 @@ class ApprovalRule(Model):
     four_eyes: bool = False
     notify: str | None = None
     """A webhook of [approvals.webhooks] told about every approval this rule asks for (url mode)."""
+    on_error: Literal["form", "typed", "url", "deny"] | None = None
+    """The mode when the condition cannot be evaluated; unset: the strictest of this and every later rule and the
+    tool's own confirm (gateway/approvals/policy.py)."""
 
     @field_validator("when")
     @classmethod
@@ -57,8 +60,8 @@ class ApprovalRule(Model):
 
     @model_validator(mode="after")
     def _approvers_need_the_page(self) -> ApprovalRule:
-        if self.mode != "url" and (self.approvers != 1 or self.four_eyes or self.notify):
-            raise ValueError("approvers, four_eyes and notify need mode = 'url'")
+        if "url" not in (self.mode, self.on_error) and (self.approvers != 1 or self.four_eyes or self.notify):
+            raise ValueError("approvers, four_eyes and notify need mode = 'url' (or on_error = 'url')")
         return self
 
 

@@ -248,7 +248,11 @@ class PreviewTool(ToolKind):
     def face(self, name: str, sources: Sources) -> Face:
         fields, always = self.plan_fields(sources.enums)
         expires = {"type": "string", "format": "date-time"}
-        modes = {"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": "string"}}
+        modes = {
+            "mode": {"enum": ["form", "typed", "url"]},
+            "rule": {"type": "string"},
+            "unevaluable": {"type": "string"},
+        }
         approval = object_schema(modes, required=["mode"])  # no rule: the tool's own confirm decided
         outputs = object_schema(
             {**fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
@@ -287,7 +291,8 @@ class WriteTool(ToolKind):
 
     def modes(self) -> set[str]:
         """Every confirmation mode a plan of this tool can get."""
-        return {self.confirm, *(rule.mode for rule in self.approval)}
+        on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}
+        return {self.confirm, *(rule.mode for rule in self.approval), *on_error}
 
     @property
     def writes(self) -> bool:

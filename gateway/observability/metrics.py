@@ -8,6 +8,7 @@ gateway_backend_connected{backend}              1 while that backend answered it
 gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
+gateway_rules_failed_closed_total{tool, rule}   plans whose rule could not be evaluated (the plan failed closed)
 gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
 gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
@@ -63,6 +64,12 @@ class Metrics:
             "gateway_plans",
             "Plans issued, by confirmation mode and rule.",
             ["tool", "mode", "rule"],
+            registry=self.registry,
+        )
+        self.rules_failed_closed = Counter(
+            "gateway_rules_failed_closed",
+            "Plans whose approval rule could not be evaluated, so the strictest mode applied.",
+            ["tool", "rule"],
             registry=self.registry,
         )
         self.approvals_pending = Gauge(

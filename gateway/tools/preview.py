@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.approvals.policy import Choice, choose, counts_writes, facts, scopes_for
+from gateway.approvals.policy import Choice, choose, counts_writes, decided_by, facts, scopes_for
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.config import PreviewTool, WriteTool
@@ -50,13 +50,15 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     )
     await gw.store.put_plan(plan, now)
     gw.metrics.plans.labels(write_name, choice.mode, choice.rule or "(tool)").inc()
+    if choice.unevaluable is not None:
+        gw.metrics.rules_failed_closed.labels(write_name, choice.unevaluable).inc()
     return {
         "planId": plan.plan_id,
         **plan.arguments,
         **summary,
         "version": plan.version,
         "expiresAt": rfc3339(plan.expires_at),
-        "approval": {"mode": choice.mode, **({"rule": choice.rule} if choice.rule else {})},
+        "approval": decided_by(choice),
     }
 
 

@@ -28,7 +28,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.approvals.lifecycle import approved_by
-from gateway.approvals.policy import Choice, from_plan, scopes_for
+from gateway.approvals.policy import Choice, decided_by, from_plan, scopes_for
 from gateway.audit import trail
 from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
@@ -226,7 +226,7 @@ async def _decide(
     call.note(target=plan.target, version_before=plan.version)
     message = question_text(call.preview.message, plan, call.preview.target.noun)
     choice = from_plan(plan.approval, call.config)
-    decided_by = {"mode": choice.mode, **({"rule": choice.rule} if choice.rule else {})}
+    decided = decided_by(choice)
     if choice.mode == "url":
         await call.require_unchanged(plan)
         request = _approval_request(call, plan, key, message, choice)
@@ -234,7 +234,7 @@ async def _decide(
         approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
-        call.note(confirmation="approved", extra={**decided_by, "approvers": approved_by(approved)})
+        call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})
     else:
         require_form(ctx.session.client_capabilities)
         await call.require_unchanged(plan)
@@ -250,7 +250,7 @@ async def _decide(
         answer = await form.ask(ctx, params, question, gw.store, gw.clock())
         if isinstance(answer, types.InputRequiredResult):
             return answer
-        call.note(confirmation=answer.action if answer is not None else "timeout", extra=decided_by)
+        call.note(confirmation=answer.action if answer is not None else "timeout", extra=decided)
         if uses_up_plan(answer):
             await gw.store.consume_plan(plan_id)
         require_yes(answer, choice.mode, plan, preview_name)

@@ -73,6 +73,33 @@ async def test_the_first_rule_that_holds_picks_the_mode_at_preview(
     assert f'gateway_plans_total{{mode="{mode}",rule="{rule or "(tool)"}",tool="reset_tenant"}}' in exposition
 
 
+async def test_a_rule_on_a_field_the_target_lacks_fails_closed_and_says_so(tmp_path: Path) -> None:
+    """A weak rule reading a field the backend does not report gives the stricter mode after it, and the
+    preview's output, the metrics and the applied write's audit entry name the rule; one write."""
+    rules = [
+        {"name": "sandbox", "when": 'target.tier == "sandbox"', "mode": "form"},
+        {"name": "later", "when": "summary.rowsDeleted > 100000", "mode": "typed"},
+    ]
+    async with running_gateway(config(tmp_path, rules), backend_in_process=True) as gw:
+
+        async def types_the_target(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            assert "confirmTarget" in str(params)  # typed: the stricter mode was asked for
+            return types.ElicitResult(action="accept", content={"confirmTarget": "tn_search02"})
+
+        async with connect(gw, "2025-11-25", types_the_target) as client:
+            plan = await preview(client, TENANTS, "tn_search02")
+            assert plan["approval"] == {"mode": "typed", "rule": "later", "unevaluable": "sandbox"}
+            key = new_key()
+            result = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": key})
+        assert not result.is_error, result.content
+        exposition = gw.metrics.exposition().decode()
+        assert 'gateway_rules_failed_closed_total{rule="sandbox",tool="reset_tenant"} 1.0' in exposition
+        entries = [entry async for entry in gw.store.audit_entries()]
+        applied = [entry for entry in entries if entry.outcome == "applied"]
+        assert [entry.extra.get("unevaluable") for entry in applied] == ["sandbox"]
+    assert TENANTS.write_count(tmp_path / "backend.db") == 1
+
+
 async def test_the_mode_is_fixed_with_the_plan_and_a_weaker_config_later_cannot_change_it(tmp_path: Path) -> None:
     store = {"store": f"sqlite:{tmp_path}/gateway.db"}
     strict = config(tmp_path, [{"name": "all", "when": "true", "mode": "url"}])
