@@ -24,9 +24,16 @@ def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since:
     )
 
 
+def rule_of(entry: AuditEntry) -> str:
+    """The approval rule that decided the entry's mode (and the one that failed closed, if any)."""
+    rule, unevaluable = entry.extra.get("rule"), entry.extra.get("unevaluable")
+    named = [str(rule)] if rule else []
+    return " ".join(named + ([f"unevaluable:{unevaluable}"] if unevaluable else []))
+
+
 def table(entries: list[AuditEntry]) -> str:
     """Entries as aligned columns, oldest first, every cell escaped (gateway.text)."""
-    rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "key")]
+    rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "rule", "key")]
     for entry in entries:
         outcome = (
             entry.outcome if entry.code is None or entry.code == entry.outcome else f"{entry.outcome}:{entry.code}"
@@ -44,6 +51,7 @@ def table(entries: list[AuditEntry]) -> str:
                 outcome,
                 version,
                 entry.confirmation or "",
+                rule_of(entry),
                 entry.idempotency_key or "",
             )
         )

@@ -16,13 +16,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.approvals.policy import Choice, choose, counts_writes, decided_by, facts, scopes_for
+from gateway.audit import trail
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.config import PreviewTool, WriteTool
 from gateway.config.expressions import MISSING
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import caller_facts
-from gateway.records import Plan
+from gateway.records import AuditEntry, Plan
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
 
@@ -35,7 +36,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     _require_fitting((await gw.catalog())[name], fitting)
     arguments = {**args, config.target_input: target_id}
     write_name, write = gw.config.write_tool_for(name)
-    choice = await _confirmation(gw, write_name, write, target_id, state, summary, arguments)
+    choice = await _confirmation(gw, write_name, write, caller, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
@@ -103,6 +104,7 @@ async def _confirmation(
     gw: Gateway,
     write_name: str,
     write: WriteTool,
+    caller_id: str,
     target_id: str,
     state: dict[str, Any],
     summary: dict[str, Any],
@@ -117,6 +119,12 @@ async def _confirmation(
         writes = {name: counted[scope] for name, scope in scopes.items()}
     choice, _ = choose(write, facts(caller, write_name, target_id, state, summary, args, writes))
     if choice.mode == "deny":
+        gw.metrics.denials.labels(write_name, choice.rule or "(tool)").inc()
+        denied = {"mode": "deny", "rule": choice.rule}
+        entry = AuditEntry(
+            at=gw.clock(), caller=caller_id, tool=write_name, outcome="denied", target=target_id, extra=denied
+        )
+        await trail.append(gw.store, entry)
         raise ToolError(
             Code.DENIED,
             f"The approval rule {choice.rule!r} denies this write. Nothing was changed; do not retry it.",

@@ -145,8 +145,16 @@ async def test_an_agent_looping_on_resets_meets_the_budget_rules_at_their_counts
                     TENANTS.write_tool, {"planId": body["planId"], "idempotencyKey": new_key()}
                 )
                 assert not done.is_error, done.content
+        denials = [entry async for entry in gw.store.audit_entries() if entry.outcome == "denied"]
+        exposition = gw.metrics.exposition().decode()
     assert modes == ["form"] * 5 + ["typed"] * 45 + ["denied"] * 10
     assert TENANTS.write_count(tmp_path / "backend.db") == 50
+    assert len(denials) == 10  # every deny is evidence, naming its rule and mode
+    assert {(entry.tool, entry.extra["rule"], entry.extra["mode"]) for entry in denials} == {
+        (TENANTS.write_tool, "budget", "deny")
+    }
+    assert {entry.target for entry in denials} == {"tn_search02", "tn_billing03"}
+    assert 'gateway_denials_total{rule="budget",tool="reset_tenant"} 10.0' in exposition
 
 
 async def test_a_batch_approval_of_five_plans_applies_five_writes_each_audited(tmp_path: Path) -> None:
