@@ -1,4 +1,6 @@
-"""Which confirmation a plan needs: a write tool's ordered approval rules, decided once, at preview time.
+"""Which confirmation a plan needs: a write tool's ordered approval rules, decided at preview time and, for the
+rules that read the write counters (or are marked ``recheck``), again when the write is called (``tightened``:
+the stricter of the two wins, so a write's mode only ever tightens; a ``deny`` then refuses the write).
 
 Each rule is a CEL condition (compiled when the config loads, gateway/config/approvals.py) and a mode: ``form``
 (the client's yes/no form), ``typed`` (the client's form, typing the target id), ``url`` (people on the approval
@@ -10,8 +12,9 @@ holds, the tool's own ``confirm`` applies. A condition reads:
     target     the target as the backend reported it, plus its ``id``
     summary    the plan's numbers (rowsDeleted, ...)
     arguments  the preview's arguments
-    writes     {caller, tool, caller_tool, all} x {minute, hour, day}: writes applied (or with an unknown outcome)
-               in those windows, counted in the store (shared by replicas on Redis)
+    writes     {caller, tool, caller_tool, all} x {minute, hour, day}: plans issued in those windows (each counts
+               from its issue on, whether it is then applied, its outcome unknown, or left unused), counted in the
+               store (shared by replicas on Redis); a write does not count its own plan against itself
 
 A condition that cannot be evaluated for a plan (a field the target lacks, a type mismatch) fails closed: the
 plan gets the strictest of that rule, every later rule and the tool's own ``confirm`` (``STRICTNESS``: form, typed,
@@ -34,6 +37,8 @@ from typing import Any
 
 from gateway.config import ApprovalRule, WriteTool
 from gateway.config.approvals import compile_condition
+from gateway.errors import Code, ToolError
+from gateway.records import WRITE_WINDOWS
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +106,48 @@ def _failed_closed(tool: WriteTool, index: int, own: Choice) -> Choice:
         return replace(_chosen_by(rule, rule.on_error), unevaluable=rule.name)
     candidates = [_chosen_by(later, later.mode) for later in tool.approval[index:]] + [own]
     return replace(max(candidates, key=strictness), unevaluable=rule.name)
+
+
+def denial(choice: Choice, when: str) -> ToolError:
+    """The refusal of a plan or a write by a ``deny`` rule, naming the rule."""
+    return ToolError(
+        Code.DENIED,
+        f"The approval rule {choice.rule!r} denies this write {when}. Nothing was changed; do not retry it.",
+        details={"rule": choice.rule},
+    )
+
+
+def rechecked(tool: WriteTool) -> list[ApprovalRule]:
+    """The rules evaluated again when the write is called: those that read the write counters, and those the
+    operator marked ``recheck``."""
+    return [rule for rule in tool.approval if rule.recheck or "writes" in rule.when]
+
+
+def tightened(choice: Choice, tool: WriteTool, facts: dict[str, Any]) -> Choice:
+    """The plan's choice, or a stricter one if a rechecked rule decides so now (the first that holds, or one
+    that cannot be evaluated, failing closed among the rechecked rules): a write's mode only ever tightens."""
+    rules = rechecked(tool)
+    for index, rule in enumerate(rules):
+        holds, error = _holds(rule, facts)
+        if error is not None:
+            strictest = _chosen_by(rule, rule.on_error) if rule.on_error is not None else None
+            if strictest is None:
+                strictest = max((_chosen_by(later, later.mode) for later in rules[index:]), key=strictness)
+            return max(choice, replace(strictest, unevaluable=rule.name), key=strictness)
+        if holds:
+            return max(choice, _chosen_by(rule, rule.mode), key=strictness)
+    return choice
+
+
+def without_own_plan(writes: dict[str, dict[str, int]], issued_ago: float) -> dict[str, dict[str, int]]:
+    """Counters as a write sees them: a plan is counted when it is issued, so its own count, in each window
+    that still holds it, is taken out (its write must not count against itself)."""
+    return {
+        scope: {
+            window: max(0, count - (1 if issued_ago < WRITE_WINDOWS[window] else 0)) for window, count in counts.items()
+        }
+        for scope, counts in writes.items()
+    }
 
 
 def decided_by(choice: Choice) -> dict[str, str]:

@@ -48,6 +48,8 @@ class ApprovalRule(Model):
     four_eyes: bool = False
     notify: str | None = None
     """A webhook of [approvals.webhooks] told about every approval this rule asks for (url mode)."""
+    recheck: bool = False
+    """Evaluate this rule again when the write is called (rules that read ``writes`` always are)."""
     on_error: Literal["form", "typed", "url", "deny"] | None = None
     """The mode when the condition cannot be evaluated; unset: the strictest of this and every later rule and the
     tool's own confirm (gateway/approvals/policy.py)."""

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.approvals.policy import Choice, choose, counts_writes, decided_by, facts, scopes_for
+from gateway.approvals.policy import Choice, choose, counts_writes, decided_by, denial, facts, scopes_for
 from gateway.audit import trail
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
@@ -125,9 +125,7 @@ async def _confirmation(
             at=gw.clock(), caller=caller_id, tool=write_name, outcome="denied", target=target_id, extra=denied
         )
         await trail.append(gw.store, entry)
-        raise ToolError(
-            Code.DENIED,
-            f"The approval rule {choice.rule!r} denies this write. Nothing was changed; do not retry it.",
-            details={"rule": choice.rule},
-        )
+        raise denial(choice, "at preview")
+    # A plan counts against the budgets from its issue on, so previewing ahead of a write buys nothing.
+    await gw.store.count_write(list(scopes_for(caller_id, write_name).values()), gw.clock())
     return choice

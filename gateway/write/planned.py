@@ -1,8 +1,10 @@
 """A write tool: the steps of gateway.write.steps in order, with the I/O each one needs.
 
     run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
-    _decide     3 key lookup -> 4 plan -> 5 can ask -> 6 target unchanged -> 7 ask -> _write
-    _write      8 lock, claim -> _send (re-check, 9 backend call) -> _record (the key settled with its entry)
+    _decide     3 key lookup -> 4 plan -> 4b rules rechecked (_tightened) -> 5 can ask -> 6 target unchanged
+                -> 7 ask -> _write
+    _write      8 lock, rules rechecked for a deny, claim -> _send (re-check, 9 backend call) -> _record (the key
+                settled with its entry)
 
 ``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
 key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
@@ -28,7 +30,17 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.approvals.lifecycle import approved_by
-from gateway.approvals.policy import Choice, decided_by, from_plan, scopes_for
+from gateway.approvals.policy import (
+    Choice,
+    decided_by,
+    denial,
+    facts,
+    from_plan,
+    rechecked,
+    scopes_for,
+    tightened,
+    without_own_plan,
+)
 from gateway.audit import trail
 from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
@@ -38,7 +50,7 @@ from gateway.config import PreviewTool, WriteTool
 from gateway.config.expressions import MISSING
 from gateway.crashpoints import crash_point
 from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.identity.caller import current_person
+from gateway.identity.caller import caller_facts, current_person
 from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
 from gateway.text import printable
 from gateway.write.ask import form, page
@@ -225,7 +237,7 @@ async def _decide(
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
     call.note(target=plan.target, version_before=plan.version)
     message = question_text(call.preview.message, plan, call.preview.target.noun)
-    choice = from_plan(plan.approval, call.config)
+    choice = await _tightened(call, plan, from_plan(plan.approval, call.config))
     decided = decided_by(choice)
     if choice.mode == "url":
         await call.require_unchanged(plan)
@@ -263,7 +275,27 @@ async def _decide(
         tool=call.name,
         version_before=plan.version,
     )
-    return await _write(call, plan, record)
+    return await _write(call, plan, record, choice)
+
+
+async def _tightened(call: WriteCall, plan: Plan, choice: Choice) -> Choice:
+    """Step 4b: the rules that read the write counters (or are marked ``recheck``) decide again, now; the
+    stricter of that and the plan's choice wins, and a ``deny`` refuses (gateway.approvals.policy)."""
+    if not rechecked(call.config):
+        return choice
+    gw, now = call.gw, call.gw.clock()
+    scopes = scopes_for(call.caller, call.name)
+    counted = await gw.store.recent_writes(list(scopes.values()), now)
+    issued_ago = now - (plan.expires_at - call.preview.plan_ttl_seconds)
+    writes = without_own_plan({name: counted[scope] for name, scope in scopes.items()}, issued_ago)
+    state = await call.current(plan.target) or {}
+    caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
+    seen = facts(caller, call.name, plan.target, state, plan.summary, plan.arguments, writes)
+    now_choice = tightened(choice, call.config, seen)
+    if now_choice.mode == "deny":
+        call.note(extra=decided_by(now_choice))
+        raise denial(now_choice, "now (its counters moved since the preview)")
+    return now_choice
 
 
 def _approval_request(call: WriteCall, plan: Plan, key: str, message: str, choice: Choice) -> page.Request:
@@ -290,9 +322,10 @@ def _announcer(call: WriteCall, choice: Choice) -> Callable[[Approval, str], Non
     return lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)
 
 
-async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
+async def _write(call: WriteCall, plan: Plan, record: KeyRecord, choice: Choice) -> dict[str, Any]:
     gw = call.gw
     async with gw.store.lock(plan.target):
+        await _tightened(call, plan, choice)  # once more under the lock: a deny that a race made true refuses here
         crash_point("before-claim")
         claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
         if not claim.claimed:
@@ -305,8 +338,6 @@ async def _write(call: WriteCall, plan: Plan, record: KeyRecord) -> dict[str, An
             if settlement.error() is None:
                 call.note(version_after=settlement.result["version"])
             await record_outcome(call, record, settlement)
-            if settlement.state in ("applied", "unknown"):  # may have changed the target: counts for budgets
-                await _count(call)
             await call.progress(DONE)
     error = settlement.error()
     if error is not None:
@@ -382,15 +413,6 @@ async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settl
     await call.gw.unsettled.put(
         call.gw.store, settled, call.decision(outcome, None if error is None else error.wire_code)
     )
-
-
-async def _count(call: WriteCall) -> None:
-    """Count a write that may have happened, for the approval rules' blast-radius budgets."""
-    scopes = list(scopes_for(call.caller, call.name).values())
-    try:
-        await call.gw.store.count_write(scopes, call.gw.clock())
-    except Exception as exc:  # the write is recorded already: a failing count must not turn it into an error
-        log.error("write of key %s not counted for budgets (%s)", call.entry.idempotency_key, type(exc).__name__)
 
 
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:

@@ -47,8 +47,9 @@ def config(tmp: Path, rules: list[dict[str, Any]], *seed: str, **approvals: Any)
     return parse_config(data)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 async def sized(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
+    """A fresh gateway per test: every plan issued counts against the budget rules."""
     async with running_gateway(config(tmp_path_factory.mktemp("sized"), SIZE_RULES), backend_in_process=True) as gw:
         yield gw
 
@@ -209,3 +210,79 @@ def test_a_rule_that_does_not_compile_stops_the_config_naming_its_key(tmp_path: 
         with pytest.raises(ConfigError) as raised:
             config(tmp_path, [{"name": "bad", "when": when, "mode": "url"}])
         assert "tools.reset_tenant.approval.0.when" in str(raised.value) and words in str(raised.value)
+
+
+async def says_yes(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """The agent answering its own form: yes."""
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+async def test_previewing_ahead_of_a_budget_buys_nothing(tmp_path: Path) -> None:
+    """The attack: with `writes.caller.hour >= 2 -> deny`, an agent previews four plans while its counters are
+    zero, then applies them all with its own yes. A plan counts from its issue on: two plans, two writes."""
+    rules = [{"name": "spent", "when": "writes.caller.hour >= 2", "mode": "deny"}]
+
+    async with (
+        running_gateway(config(tmp_path, rules), backend_in_process=True) as gw,
+        connect(gw, "2026-07-28", says_yes) as client,
+    ):
+        previews = [
+            await client.call_tool(TENANTS.preview_tool, {"tenantId": target, "fixture": "empty"})
+            for target in ("tn_search02", "tn_billing03", "tn_checkout01", "tn_search02")
+        ]
+        assert [error_code(each) if each.is_error else "plan" for each in previews] == ["plan"] * 2 + ["denied"] * 2
+        for planned in previews[:2]:
+            plan = planned.structured_content or {}
+            done = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+            assert not done.is_error, done.content
+    assert TENANTS.write_count(tmp_path / "backend.db") == 2
+
+
+async def test_a_write_asks_for_the_stricter_mode_its_counters_call_for_now(tmp_path: Path) -> None:
+    """A plan issued as `form` is written as `typed` when a budget rule holds at write time: the mode only
+    tightens (the plan's own count is not held against it)."""
+    rules = [{"name": "busy", "when": "writes.caller.hour >= 1", "mode": "typed"}]
+    asked: list[str] = []
+
+    async def answers(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        schema = getattr(params, "requested_schema", None) or {}
+        typed = "confirmTarget" in schema.get("properties", {})
+        asked.append("typed" if typed else "form")
+        return types.ElicitResult(
+            action="accept", content={"confirmTarget": "tn_search02"} if typed else {"confirm": True}
+        )
+
+    async with (
+        running_gateway(config(tmp_path, rules), backend_in_process=True) as gw,
+        connect(gw, "2025-11-25", answers) as client,
+    ):
+        first = await preview(client, TENANTS, "tn_search02")
+        assert first["approval"] == {"mode": "form"}  # nothing counted yet
+        second = await preview(client, TENANTS, "tn_billing03")
+        assert second["approval"] == {"mode": "typed", "rule": "busy"}  # the first plan counts
+        done = await client.call_tool(TENANTS.write_tool, {"planId": first["planId"], "idempotencyKey": new_key()})
+        assert not done.is_error, done.content
+    assert asked == ["typed"]  # the first plan, issued as form, was asked as typed: the second plan counts now
+    assert TENANTS.write_count(tmp_path / "backend.db") == 1
+
+
+async def test_a_budget_that_moved_since_the_preview_denies_the_write_and_writes_nothing(tmp_path: Path) -> None:
+    """Other writes (another caller, another replica) fill `writes.all` after the plan was issued: the write is
+    refused with `denied` naming the rule, audited, and the backend is unchanged."""
+    rules = [{"name": "fleet", "when": "writes.all.hour >= 3", "mode": "deny"}]
+
+    async with (
+        running_gateway(config(tmp_path, rules), backend_in_process=True) as gw,
+        connect(gw, "2026-07-28", says_yes) as client,
+    ):
+        plan = await preview(client, TENANTS, "tn_search02")
+        for _ in range(3):  # three writes elsewhere since this preview
+            await gw.store.count_write(["all"], gw.clock())
+        before = TENANTS.write_count(tmp_path / "backend.db")
+        result = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        assert error_code(result) == "denied"
+        assert error_body(result)["details"]["rule"] == "fleet"
+        entries = [entry async for entry in gw.store.audit_entries()]
+    assert TENANTS.write_count(tmp_path / "backend.db") == before == 0
+    refused = [entry for entry in entries if entry.code == "denied"]
+    assert len(refused) == 1 and refused[0].extra["rule"] == "fleet" and refused[0].target == "tn_search02"
