@@ -8,6 +8,8 @@ import hmac
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +48,27 @@ def rules_config(
     return write_toml(data, tmp / f"{name}.toml")
 
 
-async def test_three_replicas_on_redis_share_the_budget_counts(tmp_path: Path, redis_url: str) -> None:
-    rules = [
-        {"name": "spent", "when": "writes.caller.hour >= 9", "mode": "deny"},
-        {"name": "busy", "when": "writes.all.hour >= 3", "mode": "typed"},
-    ]
+@asynccontextmanager
+async def three_replicas(tmp_path: Path, rules: list[dict[str, Any]], redis_url: str) -> AsyncIterator[list[int]]:
+    """Three gateways sharing Redis in front of one HTTP backend with four bulk tenants: their ports."""
     backend_port, ports = free_port(), [free_port() for _ in range(3)]
     configs = [rules_config(tmp_path, f"gateway{n}", rules, redis_url, backend_port) for n in range(3)]
-    modes: list[str] = []
     async with (
         http_backend(TENANTS, tmp_path / "backend.db", backend_port, "--seed-tenants", "4"),
         serve(configs[0], ports[0]),
         serve(configs[1], ports[1]),
         serve(configs[2], ports[2]),
     ):
+        yield ports
+
+
+async def test_three_replicas_on_redis_share_the_budget_counts(tmp_path: Path, redis_url: str) -> None:
+    rules = [
+        {"name": "spent", "when": "writes.caller.hour >= 9", "mode": "deny"},
+        {"name": "busy", "when": "writes.all.hour >= 3", "mode": "typed"},
+    ]
+    modes: list[str] = []
+    async with three_replicas(tmp_path, rules, redis_url) as ports:
         for number in range(12):
             target = f"tn_bulk{number % 4 + 1:06d}"
             answers = Answers(content={"confirm": True, "confirmTarget": target})
@@ -77,6 +86,34 @@ async def test_three_replicas_on_redis_share_the_budget_counts(tmp_path: Path, r
                 assert not done.is_error, done.content
     assert modes == ["form"] * 3 + ["typed"] * 6 + ["denied"] * 3
     assert TENANTS.write_count(tmp_path / "backend.db") == 9
+
+
+async def test_previews_ahead_on_three_replicas_meet_the_same_budget(tmp_path: Path, redis_url: str) -> None:
+    """Previews first, writes after, round robin over three replicas sharing Redis: the budget stops the
+    previews at the same count as writing each plan at once, so no more writes happen than it allows."""
+    rules = [{"name": "spent", "when": "writes.caller.hour >= 4", "mode": "deny"}]
+    plans: list[dict[str, Any]] = []
+    refusals: list[str] = []
+    async with three_replicas(tmp_path, rules, redis_url) as ports:
+        for number in range(9):
+            target = f"tn_bulk{number % 4 + 1:06d}"
+            async with Client(f"http://127.0.0.1:{ports[number % 3]}/mcp") as client:
+                planned = await client.call_tool(TENANTS.preview_tool, {"tenantId": target, "fixture": "empty"})
+            if planned.is_error:
+                refusals.append(error_code(planned))
+            else:
+                plans.append({**(planned.structured_content or {}), "target": target})
+        for number, plan in enumerate(plans):
+            answers = Answers(content={"confirm": True})
+            async with Client(
+                f"http://127.0.0.1:{ports[(number + 1) % 3]}/mcp", elicitation_callback=answers
+            ) as client:
+                done = await client.call_tool(
+                    TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
+                )
+            assert not done.is_error, done.content
+    assert (len(plans), refusals) == (4, ["denied"] * 5)
+    assert TENANTS.write_count(tmp_path / "backend.db") == 4
 
 
 async def test_a_signed_webhook_reaches_its_receiver_with_the_link(tmp_path: Path) -> None:
