@@ -6,6 +6,10 @@
     _write      8 lock, rules rechecked for a deny, claim -> _send (re-check, 9 backend call) -> _record (the key
                 settled with its entry)
 
+A key found claimed at any point (at step 3, after a refusal of steps 4-7, or at the claim) answers as the key
+(its replay, ``request_in_progress`` or ``outcome_unknown``), never with a plan refusal: a concurrent call with
+the same key may have written already, and ``plan_stale`` would invite a preview and a second write.
+
 ``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
 key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
 (gateway.tools.passthrough) brings its own ``decide`` and an ``AuditedCall`` of its own.
@@ -223,17 +227,50 @@ async def _decide(
     params: types.CallToolRequestParams,
     args: dict[str, Any],
 ) -> dict[str, Any] | types.InputRequiredResult:
-    gw, preview_name = call.gw, call.config.preview
-    plan_id, key = args["planId"], args["idempotencyKey"]
+    gw, plan_id, key = call.gw, args["planId"], args["idempotencyKey"]
     await gw.unsettled.retry(gw.store)
-    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
-    verdict = after_key_lookup(record, plan_id)
+    record = await _key_record(call, key)
     if record is not None:
-        call.note(target=record.target)
-        if verdict is AfterLookup.REPLAY:
-            call.note(version_after=(record.result or {}).get("version"))
-            return {**(record.result or {}), "replayed": True}
-        raise ToolError(**outcome_unknown_body(await call.current(record.target)))
+        return await _by_key(call, record, plan_id)
+    try:
+        confirmed = await _confirmed(call, ctx, params, plan_id, key)
+    except ToolError as refusal:
+        # Another call with this key may have claimed it meanwhile (and changed the target, so this one's
+        # plan reads stale): its key then answers, never a plan refusal that would invite a second write.
+        claimed = await _key_record(call, key)
+        if claimed is None:
+            raise
+        log.info("key claimed by another call while this one was refused (%s); answering by key", refusal.code)
+        return await _by_key(call, claimed, plan_id)
+    if isinstance(confirmed, types.InputRequiredResult):
+        return confirmed
+    return await _write(call, *confirmed)
+
+
+async def _key_record(call: WriteCall, key: str) -> KeyRecord | None:
+    """Step 3's lookup: the key's record, kept in the process (an outcome the store could not take) or stored."""
+    return call.gw.unsettled.record(call.caller, key) or await call.gw.store.get_record(call.caller, key)
+
+
+async def _by_key(call: WriteCall, record: KeyRecord, plan_id: str) -> dict[str, Any]:
+    """The answer of a key that is already claimed: its replay, or why it cannot be (in progress, unknown)."""
+    verdict = after_key_lookup(record, plan_id)
+    call.note(target=record.target)
+    if verdict is AfterLookup.REPLAY:
+        call.note(version_after=(record.result or {}).get("version"))
+        return {**(record.result or {}), "replayed": True}
+    raise ToolError(**outcome_unknown_body(await call.current(record.target)))
+
+
+async def _confirmed(
+    call: WriteCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    plan_id: str,
+    key: str,
+) -> tuple[Plan, KeyRecord, Choice] | types.InputRequiredResult:
+    """Steps 4-7: the live plan, its mode (tightened), the target unchanged, the yes; the record to claim."""
+    gw, preview_name = call.gw, call.config.preview
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
     call.note(target=plan.target, version_before=plan.version)
     message = question_text(call.preview.message, plan, call.preview.target.noun)
@@ -275,7 +312,7 @@ async def _decide(
         tool=call.name,
         version_before=plan.version,
     )
-    return await _write(call, plan, record, choice)
+    return plan, record, choice
 
 
 async def _tightened(call: WriteCall, plan: Plan, choice: Choice) -> Choice:
@@ -418,9 +455,7 @@ async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settl
 async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:
     """Another call got there first: replay its outcome, or say why this one cannot proceed."""
     if existing is not None:
-        if after_key_lookup(existing, record.plan_id) is AfterLookup.REPLAY:
-            return {**(existing.result or {}), "replayed": True}
-        raise ToolError(**outcome_unknown_body(await call.current(plan.target)))
+        return await _by_key(call, existing, record.plan_id)
     live_plan(await call.gw.store.get_plan(plan.plan_id, call.gw.clock()), call.caller, call.name, call.config.preview)
     raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
 

@@ -51,6 +51,34 @@ async def test_commit_then_drop_is_outcome_unknown_and_a_retry_never_writes_agai
     assert current is not None and current != {}
 
 
+KEY_ANSWERS = {"outcome_unknown", "request_in_progress"}
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_same_key_race_whose_answer_is_dropped_gets_only_key_answers(
+    tmp_path: Path, profile: Profile, store: str
+) -> None:
+    """32 concurrent calls with one plan and one key while the backend's answer is dropped: exactly one write,
+    and every answer speaks of the key (never plan_stale, which would invite a preview and a second write)."""
+    db = tmp_path / "backend.db"
+    where = "memory" if store == "memory" else f"sqlite:{tmp_path}/gateway.db"
+    faults = ("--fault", "drop-after-write:1")
+    config = gateway_config(profile, db, *profile.seed_demo, *faults, store=where, state_dir=tmp_path / "state")
+    answers: list[Any] = []
+    async with running_gateway(config) as gw, connect(gw, "2025-11-25", Answers()) as client:
+        args = {"planId": (await preview(client, profile))["planId"], "idempotencyKey": new_key()}
+
+        async def call() -> None:
+            answers.append(await client.call_tool(profile.write_tool, args))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(32):
+                group.start_soon(call)
+    codes = sorted({error_code(answer) if answer.is_error else "applied" for answer in answers})
+    assert set(codes) <= KEY_ANSWERS, codes
+    assert profile.write_count(db) == 1
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_malformed_result_after_the_write_is_reported_as_success(
     tmp_path: Path, profile: Profile, era: str
