@@ -54,14 +54,16 @@ async def test_commit_then_drop_is_outcome_unknown_and_a_retry_never_writes_agai
 KEY_ANSWERS = {"outcome_unknown", "request_in_progress"}
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
 async def test_a_same_key_race_whose_answer_is_dropped_gets_only_key_answers(
-    tmp_path: Path, profile: Profile, store: str
+    tmp_path: Path, profile: Profile, store: str, request: pytest.FixtureRequest
 ) -> None:
     """32 concurrent calls with one plan and one key while the backend's answer is dropped: exactly one write,
     and every answer speaks of the key (never plan_stale, which would invite a preview and a second write)."""
     db = tmp_path / "backend.db"
-    where = "memory" if store == "memory" else f"sqlite:{tmp_path}/gateway.db"
+    where = {"memory": "memory", "sqlite": f"sqlite:{tmp_path}/gateway.db"}.get(store)
+    if where is None:
+        where = request.getfixturevalue("redis_url")
     faults = ("--fault", "drop-after-write:1")
     config = gateway_config(profile, db, *profile.seed_demo, *faults, store=where, state_dir=tmp_path / "state")
     answers: list[Any] = []
