@@ -43,6 +43,7 @@ class Code(StrEnum):
     BACKEND_ERROR = "backend_error"
     INTERNAL_ERROR = "internal_error"
     TOO_MANY_SESSIONS = "too_many_sessions"
+    TOO_MANY_APPROVALS = "too_many_approvals"
     PROXIED_REQUEST_REFUSED = "proxied_request_refused"
 
     @property
@@ -143,6 +144,10 @@ MEANINGS: dict[Code, Meaning] = {
     Code.TOO_MANY_SESSIONS: Meaning(
         "HTTP 429 to `initialize`: this caller already holds `[http] max_sessions_per_caller` open sessions",
         "reuse a session, end unused ones (`DELETE`), or wait for them to expire",
+    ),
+    Code.TOO_MANY_APPROVALS: Meaning(
+        "this caller already has `[approvals] max_pending_per_caller` writes waiting on the approval page",
+        "wait for people to decide the pending ones (or let them expire); nothing was changed",
     ),
     Code.PROXIED_REQUEST_REFUSED: Meaning(
         "HTTP 403: a request relayed by a proxy (`Forwarded` / `X-Forwarded-*`) reached a gateway without `[auth]`",

@@ -117,6 +117,8 @@ class ApprovalsSection(Model):
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
     webhooks: dict[str, Webhook] = {}
+    max_pending_per_caller: int = Field(20, ge=1)
+    """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
 
     @field_validator("public_url")
     @classmethod

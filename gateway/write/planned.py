@@ -346,6 +346,7 @@ def _approval_request(call: WriteCall, plan: Plan, key: str, message: str, choic
         approvers=choice.approvers,
         four_eyes=choice.four_eyes,
         rule=choice.rule,
+        max_pending=call.gw.config.approvals.max_pending_per_caller,
         announce=_announcer(call, choice),
         timeout=call.config.prompt_timeout_seconds,
     )

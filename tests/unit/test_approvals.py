@@ -239,3 +239,27 @@ async def test_every_page_forbids_framing_and_caching(world: World) -> None:
             assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
             assert response.headers["cache-control"] == "no-store"
             assert response.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_one_caller_cannot_bury_the_page_past_its_cap_of_pending_approvals(
+    profile: Profile, tmp_path: Path, era: str
+) -> None:
+    db = tmp_path / "backend.db"
+    data = config_data(
+        profile, db, *profile.seed_demo, state_dir=tmp_path / "state", tools=url_mode(profile.write_tool, timeout=2)
+    )
+    data["approvals"] = {**approvals_section(PAGE), "max_pending_per_caller": 2}
+    async with running_gateway(parse_config(data), Clock(), backend_in_process=True) as gw:
+        async with connect(gw, era) as client:  # declares no elicitation: each write answers at once
+            codes = []
+            for _ in range(3):
+                plan = await preview(client, profile)
+                answer = await client.call_tool(
+                    profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
+                )
+                codes.append(error_code(answer))
+        waiting = await gw.store.open_approvals(gw.clock())
+    assert codes == ["approval_pending", "approval_pending", "too_many_approvals"]
+    assert "2 writes waiting" in error_body(answer)["message"]
+    assert len(waiting) == 2
+    assert profile.write_count(db) == 0

@@ -59,6 +59,8 @@ class Request:
     four_eyes: bool
     timeout: float
     rule: str | None = None
+    max_pending: int = 20
+    """How many approvals the caller may have waiting at once ([approvals] max_pending_per_caller)."""
     announce: Callable[[Approval, str], None] | None = None
     """Told about a new approval and its link (the rule's webhook), without waiting."""
 
@@ -87,6 +89,7 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
     plan = request.plan
     found = await store.get_approval(approval_id_for(plan.plan_id))
     if found is None:
+        await _require_room(request, store, now)
         made = new_approval(
             plan, request.caller_person, request.message, now, needed=request.approvers, four_eyes=request.four_eyes
         )
@@ -96,6 +99,19 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
     if not binds(found, plan):
         raise ToolError(Code.NOT_CONFIRMED, "The approval on record is for other facts. Nothing was changed.")
     return found
+
+
+async def _require_room(request: Request, store: Store, now: float) -> None:
+    """Refuse a new approval past the caller's cap of waiting ones, so one agent cannot bury the page (a check
+    before the write, not a lock: replicas racing may pass it by one or two each)."""
+    caller = request.plan.caller
+    waiting = [each for each in await store.open_approvals(now) if each.caller == caller]
+    if sum(state(each, now) is State.PENDING for each in waiting) >= request.max_pending:
+        raise ToolError(
+            Code.TOO_MANY_APPROVALS,
+            f"This caller already has {request.max_pending} writes waiting for approval. Nothing was changed;"
+            " retry once people have decided some of them.",
+        )
 
 
 def _verdict(approval: Approval, current: State, request: Request) -> Approval:
