@@ -37,6 +37,7 @@ class Refused(StrEnum):
     SETTLED = "settled"
     OWN_WRITE = "own_write"
     CHANGED_MIND = "changed_mind"
+    NOT_AN_APPROVER = "not_an_approver"
 
 
 class DecisionRefused(Exception):

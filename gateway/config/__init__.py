@@ -195,6 +195,11 @@ class GatewayConfig(Model):
             raise ValueError(
                 f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
             )
+        if self.approvals.login == "oidc" and not self.approvals.approvers.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' with approvals.login 'oidc' needs [approvals.approvers] (subjects, emails,"
+                " or claim and values): otherwise everyone the identity provider signs in could approve"
+            )
         if four_eyes and self.auth.verifier == "none":
             raise ValueError(
                 f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"

@@ -109,6 +109,41 @@ class OidcLogin(Model):
         return None if issuer is None else require_secure("the approvers' issuer", issuer)
 
 
+class ApproverRule(Model):
+    """Who may approve or reject (``[approvals.approvers]``): a person matching any one entry. Checked on every
+    decision, for approvers signed in at the identity provider and approver tokens alike."""
+
+    subjects: list[str] = []
+    """The ``sub`` of people at the identity provider (or an approver token's ``subject``)."""
+    emails: list[str] = []
+    """Emails the identity provider states as verified (``email_verified: true``)."""
+    claim: str | None = None
+    """A claim of the ID token holding a string or a list of strings (``groups``, ``roles``) ..."""
+    values: list[str] = []
+    """... of which one must be among these."""
+
+    @model_validator(mode="after")
+    def _claim_needs_values(self) -> ApproverRule:
+        if (self.claim is None) != (not self.values):
+            raise ValueError("approvals.approvers: claim and values go together")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        """Whether any rule narrows who may approve."""
+        return bool(self.subjects or self.emails or self.claim)
+
+    def admits(self, facts: dict[str, Any]) -> bool:
+        """Whether a person with these facts (``sub``, a verified ``email``, the rule's claim) may decide."""
+        if not self.configured:
+            return True
+        if facts.get("sub") in self.subjects or facts.get("email") in self.emails:
+            return True
+        held = facts.get(self.claim) if self.claim is not None else None
+        held = [held] if isinstance(held, str) else held if isinstance(held, list) else []
+        return any(isinstance(value, str) and value in self.values for value in held)
+
+
 class ApprovalsSection(Model):
     public_url: str | None = None
     """The gateway's base URL as approvers' browsers reach it (the links sent to clients start here)."""
@@ -117,6 +152,7 @@ class ApprovalsSection(Model):
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
     webhooks: dict[str, Webhook] = {}
+    approvers: ApproverRule = ApproverRule()
     max_pending_per_caller: int = Field(20, ge=1)
     """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
 

@@ -53,6 +53,10 @@ def tools_installed() -> None:
         pytest.skip(missing)
 
 
+APPROVERS = ["alice", "bob", "carol"]
+"""Who [approvals.approvers] lets decide (alice too, so that four eyes, not the rule, stops her own write)."""
+
+
 @dataclass
 class Site:
     """Two gateway replicas on one Redis and one backend, the identity provider, and a browser."""
@@ -95,7 +99,12 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
                 "resource_url": resource,
                 "jwt": {"issuer": provider.issuer, "jwks_url": provider.jwks_url},
             }
-            data["approvals"] = {"public_url": url, "login": "oidc", "oidc": {"client_id": "gateway-approvals"}}
+            data["approvals"] = {
+                "public_url": url,
+                "login": "oidc",
+                "oidc": {"client_id": "gateway-approvals"},
+                "approvers": {"subjects": APPROVERS},
+            }
             configs.append(write_toml(data, tmp / f"gateway{number}.toml"))
         env = {**os.environ, "GATEWAY_SECRET_KEY": "approval-page-tests-shared-secret-key-0123456789"}
         async with serve(configs[0], ports[0], env=env), serve(configs[1], ports[1], env=env):
@@ -201,6 +210,23 @@ async def test_the_caller_cannot_approve_their_own_four_eyes_write(site: Site) -
     assert forced.status == 303 and forced.headers["location"].endswith("?notice=own_write")
     assert await decisions(site, plan["planId"]) == []
     assert TENANTS.write_count(site.db) == before
+
+
+async def test_a_person_the_provider_signs_in_who_is_no_approver_cannot_approve(site: Site) -> None:
+    """mallory has an account at the organisation's identity provider, but is not in [approvals.approvers]:
+    the page offers her no buttons, a forced POST records nothing, and nothing is written."""
+    before = TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)
+    async with await agent(site, "2026-07-28") as client:
+        plan = await preview(client, TENANTS, TENANTS.spare)
+        pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+    page = await signed_in(site, error_body(pending)["details"]["url"], "mallory")
+    assert await page.locator("button.approve").count() == 0
+    assert "not as one of this gateway's approvers" in await page.inner_text("main")
+    token = await page.get_attribute("input[name=csrf]", "value")
+    forced = await page.request.post(page.url, form={"csrf": token, "decision": "approve"}, max_redirects=0)
+    assert forced.status == 303 and forced.headers["location"].endswith("?notice=not_an_approver")
+    assert await decisions(site, plan["planId"]) == []
+    assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before
 
 
 async def test_a_forged_post_without_the_csrf_token_is_refused(site: Site) -> None:

@@ -54,9 +54,7 @@ class ApprovalApi:
         if verdict not in ("approve", "reject"):
             return api_answer({"error": 'send {"decision": "approve"} or {"decision": "reject"}'}, 400)
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
-        approval, refused = await record(
-            self.gw, request.path_params["approval_id"], approver.person, approver.name, answer
-        )
+        approval, refused = await record(self.gw, request.path_params["approval_id"], approver, answer)
         if approval is None:
             return api_answer({"error": "no such approval"}, 404)
         now = self.gw.clock()

@@ -9,7 +9,7 @@ Each stored decision leaves one audit entry (``outcome = "approval"``, the appro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
 from gateway.audit import trail
@@ -46,14 +46,29 @@ async def open_rows(gw: Gateway, person: str) -> list[Row]:
     return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
 
 
+class Person(Protocol):
+    """Who decides: a signed-in session or an approver token's holder."""
+
+    @property
+    def person(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def facts(self) -> dict[str, Any]: ...
+
+
 async def record(
-    gw: Gateway, approval_id: str, person: str, name: str, verdict: Literal["approve", "reject"]
+    gw: Gateway, approval_id: str, who: Person, verdict: Literal["approve", "reject"]
 ) -> tuple[Approval | None, Refused | None]:
-    """Record one person's decision: the approval after it (None: no such approval), or why it was refused."""
+    """Record one person's decision: the approval after it (None: no such approval), or why it was refused. The
+    person is checked against the current ``[approvals.approvers]`` first, on every decision."""
+    person, name = who.person, who.name
     for _ in range(ATTEMPTS):
         current = await gw.store.get_approval(approval_id)
         if current is None:
             return None, None
+        if not gw.config.approvals.approvers.admits(who.facts):
+            return current, Refused.NOT_AN_APPROVER
         now = gw.clock()
         try:
             changed = decide(current, person, name, verdict, now)

@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -46,6 +46,20 @@ class Approver:
 
     person: str
     name: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, the rule's claim."""
+
+
+def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
+    """The facts of an ID token an approver rule may read: an email only when the provider states it verified,
+    and the rule's claim only as a string or a list of strings."""
+    facts: dict[str, Any] = {"sub": claims.get("sub"), "iss": claims.get("iss")}
+    if isinstance(claims.get("email"), str) and claims.get("email_verified") is True:
+        facts["email"] = claims["email"]
+    held = claims.get(claim) if claim is not None else None
+    if isinstance(held, str) or (isinstance(held, list) and all(isinstance(value, str) for value in held)):
+        facts[str(claim)] = held[:64] if isinstance(held, list) else held
+    return facts
 
 
 def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
@@ -53,15 +67,17 @@ def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
     digest = hashlib.sha256(token.encode()).hexdigest()
     for entry in tokens:
         if hmac.compare_digest(digest, entry.sha256):
-            return Approver(person_id(STATIC_ISSUER, entry.subject), entry.name or entry.subject)
+            facts = {"sub": entry.subject, "iss": STATIC_ISSUER}
+            return Approver(person_id(STATIC_ISSUER, entry.subject), entry.name or entry.subject, facts)
     return None
 
 
 class OidcClient:
     """The approval page as an OpenID Connect client of one provider."""
 
-    def __init__(self, config: OidcLogin, issuer: str, redirect_uri: str) -> None:
+    def __init__(self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None) -> None:
         self._config = config
+        self._claim = claim
         self._issuer = issuer.rstrip("/")
         self.redirect_uri = redirect_uri
         self._metadata: dict[str, Any] | None = None
@@ -114,7 +130,7 @@ class OidcClient:
         if not isinstance(subject, str) or not subject:
             raise LoginFailed("no subject")
         name = next((claims[key] for key in ("name", "email") if isinstance(claims.get(key), str)), subject)
-        return Approver(person_id(str(claims["iss"]), subject), str(name))
+        return Approver(person_id(str(claims["iss"]), subject), str(name), approver_facts(claims, self._claim))
 
     async def _verified(self, token: str, metadata: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -52,6 +52,7 @@ REFUSALS = {
     Refused.SETTLED: "This write was already decided; your answer was not recorded.",
     Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
+    Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
 }
 
 
@@ -67,7 +68,8 @@ class ApprovalPage:
         self.oidc: OidcClient | None = None
         issuer = gw.config.oidc_issuer()
         if config.login == "oidc" and config.oidc is not None and issuer is not None:
-            self.oidc = OidcClient(config.oidc, issuer, f"{gw.approvals_url}/approvals/callback")
+            callback = f"{gw.approvals_url}/approvals/callback"
+            self.oidc = OidcClient(config.oidc, issuer, callback, config.approvers.claim)
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
         self.templates.filters.update(
             quoted=quoted,
@@ -112,7 +114,7 @@ class ApprovalPage:
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         results = []
         for approval_id in dict.fromkeys(chosen):
-            approval, refused = await record(self.gw, approval_id, session.person, session.name, answer)
+            approval, refused = await record(self.gw, approval_id, session, answer)
             outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
             results.append((approval_id, outcome))
         return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=results)
@@ -138,7 +140,7 @@ class ApprovalPage:
             return self._message(session, "Refused", "Choose Approve or Reject.", 400)
         approval_id = request.path_params["approval_id"]
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
-        approval, refused = await record(self.gw, approval_id, session.person, session.name, answer)
+        approval, refused = await record(self.gw, approval_id, session, answer)
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         suffix = f"?notice={refused.value}" if refused is not None else ""
@@ -213,6 +215,9 @@ class ApprovalPage:
         current = state(approval, now)
         own = not may_decide(approval, session.person)
         decided = any(decision.approver == session.person for decision in approval.decisions)
+        authorized = self.gw.config.approvals.approvers.admits(session.facts)
+        if not authorized:
+            notice = notice or REFUSALS[Refused.NOT_AN_APPROVER]
         return self._render(
             "detail.html",
             session,
@@ -220,13 +225,13 @@ class ApprovalPage:
             approved=approved_by(approval),
             state=current.value,
             own=own,
-            can_decide=current is State.PENDING and not own and not decided,
+            can_decide=current is State.PENDING and authorized and not own and not decided,
             notice=notice,
             notice_kind="refused" if notice else "",
         )
 
     def _signed_in(self, approver: Approver, target: str) -> Response:
-        _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock())
+        _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock(), approver.facts)
         response = self._redirect(target)
         response.set_cookie(
             SESSION_COOKIE,

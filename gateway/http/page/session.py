@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SESSION_COOKIE = "__Host-gateway-approver"
@@ -30,6 +30,8 @@ class Session:
     name: str
     csrf: str
     expires_at: float
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What the approver rule is checked against on every decision (gateway/http/page/login.py)."""
 
 
 class Signer:
@@ -73,10 +75,10 @@ class Sessions:
         self._signer = Signer(keys, "session")
         self._seconds = seconds
 
-    def issue(self, person: str, name: str, now: float) -> tuple[Session, str]:
+    def issue(self, person: str, name: str, now: float, facts: dict[str, Any] | None = None) -> tuple[Session, str]:
         """A new session (fresh CSRF token) and its cookie value."""
-        session = Session(person, name, secrets.token_urlsafe(24), now + self._seconds)
-        data = {"person": person, "name": name, "csrf": session.csrf, "exp": session.expires_at}
+        session = Session(person, name, secrets.token_urlsafe(24), now + self._seconds, facts or {})
+        data = {"person": person, "name": name, "csrf": session.csrf, "exp": session.expires_at, "facts": session.facts}
         return session, self._signer.sign(data)
 
     def read(self, value: str | None, now: float) -> Session | None:
@@ -84,4 +86,7 @@ class Sessions:
         data = self._signer.unsign(value, now)
         if data is None or not all(isinstance(data.get(name), str) for name in ("person", "name", "csrf")):
             return None
-        return Session(data["person"], data["name"], data["csrf"], float(data["exp"]))
+        facts = data.get("facts")
+        return Session(
+            data["person"], data["name"], data["csrf"], float(data["exp"]), facts if isinstance(facts, dict) else {}
+        )
