@@ -255,7 +255,7 @@ class RedisStore:
         self._sentinel: Sentinel | None = None
         if self.config.sentinels:
             options = _socket_options(self.config.options)
-            self._sentinel = Sentinel(self.config.sentinels, sentinel_kwargs=options)  # type: ignore[no-untyped-call]
+            self._sentinel = Sentinel(self.config.sentinels, sentinel_kwargs=options)  # type: ignore[no-untyped-call,unused-ignore]  # typed from redis 8.2
             self._redis: aioredis.Redis = self._sentinel.master_for(
                 self.config.service,
                 decode_responses=True,
