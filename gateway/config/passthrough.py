@@ -6,7 +6,7 @@ stated here, because a hint left out would fall back to the MCP spec's defaults 
 ``destructiveHint: true``, ``idempotentHint: false``, ``openWorldHint: true``) and the gateway publishes no tool
 whose hints nobody decided. The input and output schemas are the backend's, or the ones given here; the
 gateway checks both directions against them. A tool that is not read-only is confirmed and idempotent like a
-planned write (gateway.tools.passthrough). Backend tools not listed stay hidden.
+planned write (gateway.write.passthrough). Backend tools not listed stay hidden.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The MCP surface: lists the published tools and routes each call, never exposing the god-tool.
 
+A call is observed (a span, its log line, its metrics), routed (a tool the caller may not see answers as unknown),
+then passed through the ordered steps of gateway.mcp.chain to its tool.
+
 Every call either succeeds with ``structuredContent`` plus the same JSON as text (checked against the
 tool's outputSchema first), or fails with a coded ``isError`` result. An unknown tool is a JSON-RPC
 -32602 error. Anything unexpected is logged here and answered with a generic -32603, so no exception text
@@ -12,7 +15,6 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable
 from typing import Any
 
 import mcp_types as types
@@ -20,10 +22,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from gateway.catalog.published import PublishedTool, refuse_oversized
+from gateway.catalog.published import PublishedTool
 from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.identity.caller import authorize, current_caller, current_scopes, is_visible, unknown_tool
+from gateway.identity.caller import current_caller, current_scopes, is_visible, unknown_tool
 from gateway.identity.principal import readable
+from gateway.mcp import chain
 from gateway.observability import logs, tracing
 from gateway.runtime import Gateway
 from gateway.tools.kinds import Request, kind_of
@@ -149,25 +152,11 @@ async def _call(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
 ) -> types.CallToolResult | types.InputRequiredResult:
-    caller = current_caller(gw.config.gateway.stdio_caller)
-
-    def admit() -> Awaitable[dict[str, Any]]:  # steps 1-2, run where each tool needs them
-        return _admitted(gw, published, params)
-
-    answer = await kind_of(published.config).call(Request(gw, published, caller, ctx, params, admit))
+    request = Request(gw, published, current_caller(gw.config.gateway.stdio_caller), ctx, params)
+    answer = await chain.run(chain.Call(request, kind_of(request)))
     if isinstance(answer, types.InputRequiredResult):
         return answer
     return _written(published, answer) if published.config.writes else _success(published, answer)
-
-
-async def _admitted(gw: Gateway, published: PublishedTool, params: types.CallToolRequestParams) -> dict[str, Any]:
-    """Steps 1 and 2 of every call: the caller may use the tool, often enough, with arguments within bounds."""
-    authorize(gw.config, published.name, current_scopes())
-    await gw.limiter.check(current_caller(gw.config.gateway.stdio_caller), published.name)
-    args = params.arguments or {}
-    refuse_oversized(args, gw.config.limits)
-    published.validate_arguments(args)
-    return args
 
 
 def _success(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -41,8 +42,15 @@ def context_fields() -> dict[str, str]:
     return fields
 
 
+def stack_of(exc_info: Any) -> list[str]:
+    """Where an exception came from, innermost last, as ``file:line in function``: the traceback an operator needs
+    to find an internal fault, without the exception's text or any value (those may carry payloads or secrets)."""
+    frames = traceback.extract_tb(exc_info[2]) if exc_info and exc_info[2] is not None else []
+    return [f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in frames]
+
+
 class JsonLines(logging.Formatter):
-    """A record as one JSON line; exceptions are reduced to their type, never their text or stack."""
+    """A record as one JSON line; an exception as its type and its stack of frames, never its text."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
@@ -57,6 +65,7 @@ class JsonLines(logging.Formatter):
             line.update(call)
         if record.exc_info and record.exc_info[0] is not None:
             line["exception"] = record.exc_info[0].__name__
+            line["stack"] = stack_of(record.exc_info)
         return json.dumps(line, default=str)
 
 
@@ -65,6 +74,10 @@ class PlainText(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(levelname)s %(name)s %(message)s")
+
+    def formatException(self, ei: Any) -> str:
+        """The exception's type and frames, never its text (as in JSON lines)."""
+        return "\n".join([f"{ei[0].__name__}, raised at:", *(f"  {frame}" for frame in stack_of(ei))])
 
     def format(self, record: logging.LogRecord) -> str:
         ids = " ".join(f"{key}={value}" for key, value in context_fields().items())

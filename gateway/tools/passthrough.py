@@ -1,229 +1,35 @@
-"""A pass-through tool: one of a backend's own tools, published on purpose (gateway.config.passthrough).
+"""A read-only pass-through tool: one of a backend's own tools, published on purpose (gateway.config.passthrough).
 
-A read-only one is a checked relay: the arguments are checked against the published input schema (by the
-server, before this module runs), the backend's tool is called (retried once on a fresh connection, as any
+It is a checked relay: the arguments were checked against the published input schema (by the MCP surface's
+chain, before this module runs), the backend's tool is called (retried once on a fresh connection, as any
 read), and its answer must be a JSON object that fits the published output schema, else ``backend_error``.
-
-A pass-through tool that is not read-only writes, and it writes like a planned write, through the same driver
-(gateway.write.planned.run_decision), decisions (gateway.write.steps), store records and prompt
-(gateway.write.ask.form). What it lacks is a preview, so something must stand in for the plan. What stands in is
-the call itself: its arguments (without ``idempotencyKey``), bound to the caller and the key. The implied plan's
-id is a digest of (caller, tool, key, arguments), so:
-
-    same key, same arguments        the same implied plan: a finished key replays (``replayed: true``, no prompt,
-                                    no call), one in flight answers request_in_progress, a lost one
-                                    outcome_unknown (``details.current`` is null: there is no target to re-read)
-    same key, other arguments       another plan: idempotency_key_reused, before any prompt
-    a 2026 retry                    its sealed state names the implied plan, so an answer given for other
-                                    arguments is not counted
-
-There is no version to re-check (no stale check) and nothing to compute: the prompt states the tool and its
-arguments, JSON-encoded with every non-ASCII character escaped (no control, bidi or format character reaches
-the person), or the operator's ``message`` with each argument so encoded. After a yes the implied plan is put
-in the store and claimed with the key in one atomic step, exactly as a planned write claims its plan (so the
-at-most-once record, the lock, recovery after a crash and the audit entry are the planned write's own); the
-backend's tool is then called once:
-
-    no connection, nothing sent     release the claim; backend_unavailable (retry with the same key)
-    sent, no answer                 outcome_unknown, recorded: the key never calls again
-    isError                         backend_error, recorded: a retry with the key replays the refusal
-    an answer the output schema     outcome_unknown, recorded: the backend answered, so it may have written,
-    does not describe                and the gateway cannot tell what it did
-    a fitting answer                applied: the answer with ``replayed: false``, recorded for replay
+A pass-through tool that is not read-only writes: gateway.write.passthrough.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
-import mcp_types as types
-from mcp.server import ServerRequestContext
 
 from gateway.backend import BackendUnavailable
 from gateway.catalog.published import PublishedTool
 from gateway.config import PassthroughTool
-from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
-from gateway.records import KeyRecord, Plan, Reply
+from gateway.records import Reply
 from gateway.runtime import Gateway
-from gateway.write.ask import form
-from gateway.write.planned import Answer, AuditedCall, Sender, outcome_of, record_outcome, run_decision, send_claimed
-from gateway.write.progress import ASKING, DONE, Progress
-from gateway.write.steps import (
-    LOST,
-    AfterLookup,
-    Settlement,
-    after_key_lookup,
-    confirmation_schema,
-    outcome_unknown_body,
-    require_form,
-    require_yes,
-)
-
-KEY = "idempotencyKey"
-PROMPT_ARGUMENTS_CHARS = 1000
-"""Longer arguments are cut in the prompt (and the prompt says so)."""
+from gateway.write.passthrough import answer_of
 
 
-async def run(
-    gw: Gateway,
-    published: PublishedTool,
-    config: PassthroughTool,
-    caller: str,
-    ctx: ServerRequestContext[Any, Any],
-    params: types.CallToolRequestParams,
-    admit: Callable[[], Awaitable[dict[str, Any]]],
-) -> Answer:
-    """Call a pass-through tool: a checked relay when it is read-only, a confirmed, at-most-once write otherwise."""
-    if not config.writes:
-        args = await admit()
-        backend = gw.backend_for(published.name)
-        try:
-            reply = await backend.read_tool(config.source_name(published.name), args, config.timeout_seconds)
-        except BackendUnavailable:
-            raise ToolError(Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Retry later.") from None
-        body = answer_of(published, reply)
-        if body is None:
-            raise ToolError(Code.BACKEND_ERROR, f"The backend's {published.name} answered {_failure(reply)}.")
-        return body
-    call = PassthroughCall(
-        gw, published.name, caller, progress=Progress(ctx.session), config=config, published=published
-    )
-    return await run_decision(call, ctx, params, admit, _decide)
-
-
-@dataclass
-class PassthroughCall(AuditedCall):
-    """One call of a pass-through tool that writes."""
-
-    config: PassthroughTool = field(kw_only=True)
-    published: PublishedTool = field(kw_only=True)
-
-
-def implied_plan_id(caller: str, tool: str, key: str, arguments: dict[str, Any]) -> str:
-    """The id of the plan a pass-through write's arguments stand for, bound to the caller and the key."""
-    canonical = json.dumps([caller, tool, key, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "pt_" + hashlib.sha256(canonical.encode()).hexdigest()[:43]
-
-
-def prompt(config: PassthroughTool, tool: str, arguments: dict[str, Any], properties: list[str]) -> str:
-    """The question: the operator's message, or the tool and its arguments; every value JSON-encoded and ASCII."""
-    text = _encoded(arguments)
-    if len(text) > PROMPT_ARGUMENTS_CHARS:
-        text = text[:PROMPT_ARGUMENTS_CHARS] + "… (cut; the call sends them all)"
-    if config.message is None:
-        return f"Call {tool} with {text}?"
-    names = {name: _encoded(arguments[name]) if name in arguments else "(not given)" for name in properties}
-    return str(render(config.message, {**names, "tool": tool, "arguments": text}))
-
-
-def answer_of(published: PublishedTool, reply: Reply | None) -> dict[str, Any] | None:
-    """A successful answer as the published output schema describes it (without ``replayed``), or None."""
-    if reply is LOST or reply.is_error:
-        return None
-    body = reply.json()
-    if not isinstance(body, dict):
-        return None
-    checked = {**body, "replayed": False} if published.config.writes else body
+async def relay(gw: Gateway, published: PublishedTool, config: PassthroughTool, args: dict[str, Any]) -> dict[str, Any]:
+    """Call a read-only pass-through tool: the backend's answer, when it is what the output schema describes."""
+    backend = gw.backend_for(published.name)
     try:
-        published.validate_output(checked)
-    except ValueError:
-        return None
-    return body
-
-
-def settle_call(published: PublishedTool, reply: Reply | None) -> Settlement:
-    """Step 9 for a pass-through write (the table in the module docstring)."""
-    if reply is not LOST and reply.is_error:
-        message = "The backend refused the call. A retry with this idempotencyKey replays this answer."
-        details = {"backendMessage": reply.text[:500]}
-        return Settlement("error", {"code": Code.BACKEND_ERROR.value, "message": message, "details": details})
+        reply = await backend.read_tool(config.source_name(published.name), args, config.timeout_seconds)
+    except BackendUnavailable:
+        raise ToolError(Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Retry later.") from None
     body = answer_of(published, reply)
     if body is None:
-        return Settlement("unknown", outcome_unknown_body(None))
-    return Settlement("applied", body)
-
-
-async def _decide(
-    call: PassthroughCall,
-    ctx: ServerRequestContext[Any, Any],
-    params: types.CallToolRequestParams,
-    args: dict[str, Any],
-) -> Answer:
-    gw, config = call.gw, call.config
-    key = args[KEY]
-    arguments = {name: value for name, value in args.items() if name != KEY}
-    named = arguments.get(config.target_argument) if config.target_argument is not None else None
-    target = str(named) if named is not None else call.name
-    plan_id = implied_plan_id(call.caller, call.name, key, arguments)
-    call.note(plan_id=plan_id, target=target)
-    await gw.unsettled.retry(gw.store)
-    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
-    if record is not None:
-        return _finished(record, plan_id)
-    require_form(ctx.session.client_capabilities)
-    now = gw.clock()
-    plan = Plan(plan_id, call.caller, call.name, target, None, arguments, {}, now + config.prompt_timeout_seconds)
-    properties = list(call.published.tool.input_schema.get("properties", {}))
-    question = form.Question(
-        message=prompt(config, call.name, arguments, [name for name in properties if name != KEY]),
-        schema=confirmation_schema(config.confirm, plan),
-        caller=call.caller,
-        plan_id=plan_id,
-        key=key,
-        timeout=config.prompt_timeout_seconds,
-    )
-    await call.progress(ASKING)
-    answer = await form.ask(ctx, params, question, gw.store, now)
-    if isinstance(answer, types.InputRequiredResult):
-        return answer
-    call.note(confirmation=answer.action if answer is not None else "timeout")
-    require_yes(answer, config.confirm, plan)
-    return await _write(call, plan, KeyRecord(call.caller, key, plan_id, target, "in_flight", tool=call.name))
-
-
-async def _write(call: PassthroughCall, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    gw, config = call.gw, call.config
-    async with gw.store.lock(plan.target):
-        await gw.store.put_plan(plan, gw.clock())  # the implied plan, so the store's one atomic claim applies
-        claim = await gw.store.claim(record, gw.clock(), config.idempotency_retention_seconds)
-        if not claim.claimed:
-            if claim.existing is not None:
-                return _finished(claim.existing, plan.plan_id)
-            raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
-        with anyio.CancelScope(shield=True):
-            backend, source = gw.backend_for(call.name), config.source_name(call.name)
-
-            async def prepared() -> Sender:
-                return lambda: backend.call_tool(source, plan.arguments, config.timeout_seconds)
-
-            async def outcome() -> Settlement:
-                return settle_call(call.published, reply)
-
-            reply = await send_claimed(call, record, prepared)
-            settlement = await outcome_of(call, outcome)
-            await record_outcome(call, record, settlement)
-            await call.progress(DONE)
-    error = settlement.error()
-    if error is not None:
-        raise error
-    return {**settlement.result, "replayed": False}
-
-
-def _finished(record: KeyRecord, plan_id: str) -> dict[str, Any]:
-    """A key already recorded: replay its answer, or refuse as the record says (reused, in flight, failed)."""
-    if after_key_lookup(record, plan_id) is AfterLookup.REPLAY:
-        return {**(record.result or {}), "replayed": True}
-    raise ToolError(**outcome_unknown_body(None))
-
-
-def _encoded(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=True)
+        raise ToolError(Code.BACKEND_ERROR, f"The backend's {published.name} answered {_failure(reply)}.")
+    return body
 
 
 def _failure(reply: Reply) -> str:

@@ -1,7 +1,9 @@
 """The destructive-write pipeline, the product: preview's plan -> ask -> lock -> claim -> send -> settle.
 
     steps        the write's decisions, pure (the step table is at its top); loads no I/O stack
-    planned      a planned write: the I/O of each step, in order
+    driver       what every write shares: its one audit entry, and the claim -> send -> settle skeleton
+    planned      a planned write: the I/O of steps 3-7, then the driver
+    passthrough  a backend's own tool that writes: its arguments stand in for a plan, then the driver
     outcome      an outcome and its one audit entry, kept until a store can take it
     progress     progress notifications to a client that asked for them
     ask/         asking: a form in both protocol eras (``form``), or people on the approval page (``page``)

@@ -1,35 +1,25 @@
-"""A write tool: the steps of gateway.write.steps in order, with the I/O each one needs.
+"""A planned write: the steps of gateway.write.steps in order, with the I/O each one needs.
 
-    run_write   steps 1-2 (admit), then decide, then one audit entry for the decision
-    _decide     3 key lookup -> 4 plan -> 4b rules rechecked (_tightened) -> 5 can ask -> 6 target unchanged
-                -> 7 ask -> _write
-    _write      8 lock, rules rechecked for a deny, claim -> _send (re-check, 9 backend call) -> _record (the key
-                settled with its entry)
+    decide      3 key lookup -> 4 plan -> 4b rules rechecked (_tightened) -> 5 can ask -> 6 target unchanged
+                -> 7 ask -> gateway.write.driver.apply_claimed: 8 lock, rules rechecked for a deny, claim, re-check,
+                9 backend call, the key settled with its entry
+    WriteCall   the call itself: its audit entry and the hooks the driver's skeleton calls
 
 A key found claimed at any point (at step 3, after a refusal of steps 4-7, or at the claim) answers as the key
 (its replay, ``request_in_progress`` or ``outcome_unknown``), never with a plan refusal: a concurrent call with
 the same key may have written already, and ``plan_stale`` would invite a preview and a second write.
 
-``run_decision`` (admit, decide, audit once), ``send_claimed`` (step 9's call) and ``record_outcome`` (settle the
-key with its audit entry) are shared with the other tools that write: a confirmed pass-through tool
-(gateway.tools.passthrough) brings its own ``decide`` and an ``AuditedCall`` of its own.
-
-Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write
-cannot leave the key in flight: the backend call (bounded by its timeout) and the record always finish.
-Nor can an exception: one before the backend call releases the key, one after it settles the key with the
-write's outcome (unknown when that cannot be told), and a store that cannot take the outcome has it kept
-(gateway.write.outcome) while the caller is told the truth.
+Steps 1 and 2 (authorize, rate limit, size caps, schema) ran before, in the MCP surface's chain
+(gateway.mcp.chain), as did the opening of the call's one audit entry (gateway.write.driver.decided).
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
@@ -45,23 +35,15 @@ from gateway.approvals.policy import (
     tightened,
     without_own_plan,
 )
-from gateway.audit import trail
-from gateway.audit.floods import is_flood_candidate
-from gateway.backend import BackendUnavailable, OutcomeLost
-from gateway.catalog.published import IDEMPOTENCY_KEY as KEY
-from gateway.catalog.published import PLAN_ID
 from gateway.config import PreviewTool, WriteTool
 from gateway.config.expressions import MISSING
-from gateway.crashpoints import crash_point
-from gateway.errors import Code, StoreUnavailable, ToolError
+from gateway.errors import Code, ToolError
 from gateway.identity.caller import caller_facts, current_person
-from gateway.records import Approval, AuditEntry, KeyRecord, Plan, Reply
-from gateway.text import printable
+from gateway.records import Approval, KeyRecord, Plan, Reply
 from gateway.write.ask import form, page
-from gateway.write.parts import Parts
-from gateway.write.progress import ASKING, CALLING, DONE, Reporter, silent
+from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
+from gateway.write.progress import ASKING
 from gateway.write.steps import (
-    LOST,
     AfterLookup,
     Fits,
     Seen,
@@ -70,7 +52,6 @@ from gateway.write.steps import (
     confirmation_schema,
     live_plan,
     needs_reread,
-    next_key_state,
     outcome_unknown_body,
     question_text,
     require_form,
@@ -81,65 +62,25 @@ from gateway.write.steps import (
     uses_up_plan,
 )
 
-AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
-STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
-NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
-
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class AuditedCall:
-    """One call of a tool that writes: who, which tool, and the audit entry its decision will leave."""
-
-    gw: Parts
-    name: str
-    caller: str
-    progress: Reporter = silent
-    entry: AuditEntry = field(init=False)
-    audited: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
-
-    def note(self, **facts: Any) -> None:
-        """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
-        self.entry = replace(self.entry, **facts)
-
-    async def audit(self, outcome: str, code: str | None) -> None:
-        """One audit entry per decision, stored on its own (a write's outcome is stored with its key instead);
-        a refusal that never reached a plan is counted, and stored only as the first of its minute
-        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``). A store that
-        fails to take it is logged: the caller still gets the answer."""
-        if self.audited:
-            return
-        entry = self.decision(outcome, code)
-        store, refusals = self.gw.store, self.gw.refusals
-        try:
-            for report in refusals.due(entry.at):
-                await trail.append(store, report)
-            if is_flood_candidate(entry):
-                self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
-                if not refusals.admit(entry):
-                    return
-            await trail.append(store, entry)
-        except Exception as exc:
-            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
-
-    def decision(self, outcome: str, code: str | None) -> AuditEntry:
-        """The entry of this call's one decision; the user's answer, if there was a prompt, is counted too."""
-        self.audited = True
-        if self.entry.confirmation is not None:
-            self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code)
-
-
-@dataclass
-class WriteCall(AuditedCall):
-    """One call of a planned write tool, with the preview that issued its plan."""
+class WriteCall(ClaimedWrite):
+    """One call of a planned write tool, with the preview that issued its plan and, once asked, the rules'
+    choice that the lock re-checks."""
 
     config: WriteTool = field(kw_only=True)
     preview: PreviewTool = field(kw_only=True)
+    choice: Choice | None = field(default=None, kw_only=True)
+
+    @property
+    def retention_seconds(self) -> float:
+        return self.config.idempotency_retention_seconds
+
+    @property
+    def start_over(self) -> str:
+        return self.config.preview
 
     async def current(self, target_id: str) -> dict[str, Any] | None:
         """The target as it reads now, or None."""
@@ -159,6 +100,11 @@ class WriteCall(AuditedCall):
         )
         require_unchanged(plan, seen, self.config.preview, target.noun)
 
+    async def before_claim(self, plan: Plan) -> None:
+        """Under the lock, the rules once more: a deny that a race made true refuses here."""
+        if self.choice is not None:
+            await _tightened(self, plan, self.choice)
+
     async def prepared(self, plan: Plan) -> Sender:
         """Step 8 under the claimed key: the target re-checked and the backend call built, nothing sent yet."""
         await self.require_unchanged(plan)
@@ -172,7 +118,19 @@ class WriteCall(AuditedCall):
         fits = await self.fits()
         current = await self.current(plan.target) if needs_reread(reply, write, fits) else None
         reread_version = self.preview.target.version_in(current) if current is not None else MISSING
-        return settle(plan, reply, current, reread_version, write, write.preview, fits)
+        settlement = settle(plan, reply, current, reread_version, write, write.preview, fits)
+        if settlement.error() is None:
+            self.note(version_after=settlement.result["version"])
+        return settlement
+
+    async def not_claimed(self, plan: Plan, record: KeyRecord, existing: KeyRecord | None) -> dict[str, Any]:
+        """Another call got there first: replay its outcome, or say why this one cannot proceed."""
+        if existing is not None:
+            return await _by_key(self, existing, record.plan_id)
+        live_plan(await self.gw.store.get_plan(plan.plan_id, self.gw.clock()), self.caller, self.name, self.start_over)
+        raise ToolError(
+            Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds."
+        )
 
     async def fits(self) -> Fits:
         """Whether a value may fill a field of this tool's output (the version under its published name)."""
@@ -180,53 +138,13 @@ class WriteCall(AuditedCall):
         return lambda name, value: published.fits(version if name == "version" else name, value)
 
 
-Answer = dict[str, Any] | types.InputRequiredResult
-C = TypeVar("C", bound=AuditedCall)
-Sender = Callable[[], Awaitable[Reply]]
-
-
-async def run_write(
-    call: WriteCall,
-    ctx: ServerRequestContext[Any, Any],
-    params: types.CallToolRequestParams,
-    admit: Callable[[], Awaitable[dict[str, Any]]],
-) -> Answer:
-    """Run the write path; exactly one audit entry per decision, none for an InputRequiredResult round."""
-    return await run_decision(call, ctx, params, admit, _decide)
-
-
-async def run_decision(
-    call: C,
-    ctx: ServerRequestContext[Any, Any],
-    params: types.CallToolRequestParams,
-    admit: Callable[[], Awaitable[dict[str, Any]]],
-    decide: Callable[
-        [C, ServerRequestContext[Any, Any], types.CallToolRequestParams, dict[str, Any]], Awaitable[Answer]
-    ],
-) -> Answer:
-    """Admit the call, let ``decide`` run it, and leave exactly one audit entry for its decision (none for an
-    InputRequiredResult round). A refusal is audited with the code the caller sees."""
-    call.note(**audited_arguments(params.arguments or {}))
-    try:
-        try:
-            outcome = await decide(call, ctx, params, await admit())
-        except StoreUnavailable:  # raised only before the backend call: settle's is handled in record_outcome
-            raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
-    except ToolError as err:
-        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
-        raise
-    if isinstance(outcome, types.InputRequiredResult):
-        return outcome
-    await call.audit("replayed" if outcome["replayed"] else "applied", None)
-    return outcome
-
-
-async def _decide(
+async def decide(
     call: WriteCall,
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
     args: dict[str, Any],
-) -> dict[str, Any] | types.InputRequiredResult:
+) -> Answer:
+    """Steps 3 to 9 of an admitted call: its answer, or a request for input."""
     gw, plan_id, key = call.gw, args["planId"], args["idempotencyKey"]
     await gw.unsettled.retry(gw.store)
     record = await _key_record(call, key)
@@ -244,7 +162,8 @@ async def _decide(
         return await _by_key(call, claimed, plan_id)
     if isinstance(confirmed, types.InputRequiredResult):
         return confirmed
-    return await _write(call, *confirmed)
+    plan, record = confirmed
+    return await apply_claimed(call, plan, record)
 
 
 async def _key_record(call: WriteCall, key: str) -> KeyRecord | None:
@@ -268,7 +187,7 @@ async def _confirmed(
     params: types.CallToolRequestParams,
     plan_id: str,
     key: str,
-) -> tuple[Plan, KeyRecord, Choice] | types.InputRequiredResult:
+) -> tuple[Plan, KeyRecord] | types.InputRequiredResult:
     """Steps 4-7: the live plan, its mode (tightened), the target unchanged, the yes; the record to claim."""
     gw, preview_name = call.gw, call.config.preview
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)
@@ -303,6 +222,7 @@ async def _confirmed(
         if uses_up_plan(answer):
             await gw.store.consume_plan(plan_id)
         require_yes(answer, choice.mode, plan, preview_name)
+    call.choice = choice
     record = KeyRecord(
         call.caller,
         key,
@@ -312,7 +232,7 @@ async def _confirmed(
         tool=call.name,
         version_before=plan.version,
     )
-    return plan, record, choice
+    return plan, record
 
 
 async def _tightened(call: WriteCall, plan: Plan, choice: Choice) -> Choice:
@@ -358,121 +278,3 @@ def _announcer(call: WriteCall, choice: Choice) -> Callable[[Approval, str], Non
     if notifier is None or webhook is None:
         return None
     return lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)
-
-
-async def _write(call: WriteCall, plan: Plan, record: KeyRecord, choice: Choice) -> dict[str, Any]:
-    gw = call.gw
-    async with gw.store.lock(plan.target):
-        await _tightened(call, plan, choice)  # once more under the lock: a deny that a race made true refuses here
-        crash_point("before-claim")
-        claim = await gw.store.claim(record, gw.clock(), call.config.idempotency_retention_seconds)
-        if not claim.claimed:
-            return await _not_claimed(call, claim.existing, plan, record)
-        with anyio.CancelScope(shield=True):
-            crash_point("after-claim")
-            reply = await send_claimed(call, record, lambda: call.prepared(plan), start_over=call.config.preview)
-            crash_point("after-backend-write")
-            settlement = await outcome_of(call, lambda: call.outcome(plan, reply))
-            if settlement.error() is None:
-                call.note(version_after=settlement.result["version"])
-            await record_outcome(call, record, settlement)
-            await call.progress(DONE)
-    error = settlement.error()
-    if error is not None:
-        raise error
-    return {**settlement.result, "replayed": False}
-
-
-async def send_claimed(
-    call: AuditedCall, record: KeyRecord, prepare: Callable[[], Awaitable[Sender]], start_over: str | None = None
-) -> Reply | None:
-    """Steps 8 and 9 under a claimed key: ``prepare`` re-checks and builds the backend call, which is then sent
-    once. Returns its reply, or LOST when it was sent and no answer came. Whatever goes wrong, the key ends
-    released or settled: a failure before the call is sent releases it and refuses (backend_unavailable, the
-    refusal itself, or internal_error naming ``start_over``); one after it counts as LOST (outcome unknown)."""
-    sent = False
-    try:
-        send = await prepare()
-        await call.progress(CALLING)
-        sent = True  # from here on the backend may have received the write
-        return await send()
-    except OutcomeLost:
-        return LOST
-    except BackendUnavailable:
-        await _release(call, record)
-        raise ToolError(
-            Code.BACKEND_UNAVAILABLE,
-            "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-        ) from None
-    except Exception as exc:
-        if sent:
-            log.error("%s failed after the backend call: %s", call.name, type(exc).__name__)
-            return LOST
-        await _release(call, record)
-        if isinstance(exc, ToolError):
-            raise
-        log.error("%s failed before the backend call: %s", call.name, type(exc).__name__)
-        message = NOTHING_SENT.format(start_over or "the tool")
-        raise ToolError(Code.INTERNAL_ERROR, message, next_tool=start_over) from None
-
-
-async def outcome_of(call: AuditedCall, decide: Callable[[], Awaitable[Settlement]]) -> Settlement:
-    """Step 9's decision about a sent write; one that cannot be made (a failing re-read, an answer that breaks
-    the decision) is unknown."""
-    try:
-        return await decide()
-    except Exception as exc:
-        log.error("%s could not read the outcome of a sent write: %s", call.name, type(exc).__name__)
-        return Settlement("unknown", outcome_unknown_body(None))
-
-
-async def _release(call: AuditedCall, record: KeyRecord) -> None:
-    """Free a key whose write was never sent. A store that fails here leaves it in flight, which reads as
-    outcome_unknown later: never a second write."""
-    try:
-        await call.gw.store.release(record)
-    except StoreUnavailable:
-        raise
-    except Exception as exc:
-        log.error("key %s could not be released: %s", record.key, type(exc).__name__)
-
-
-async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settlement) -> None:
-    """Settle the key together with the outcome's audit entry: one transaction where the store has one (a crash
-    keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
-    with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
-    no write that reached the backend goes unaudited. A failing store cannot turn the outcome into an error:
-    what it could not take is kept (gateway.write.outcome) and stored by the next write call that finds the
-    store working."""
-    error = settlement.error()
-    outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
-    next_key_state(record.state, settlement.state)  # raises if the table in write_rules forbids it
-    settled = replace(record, state=settlement.state, result=settlement.result)
-    await call.gw.unsettled.put(
-        call.gw.store, settled, call.decision(outcome, None if error is None else error.wire_code)
-    )
-
-
-async def _not_claimed(call: WriteCall, existing: KeyRecord | None, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    """Another call got there first: replay its outcome, or say why this one cannot proceed."""
-    if existing is not None:
-        return await _by_key(call, existing, record.plan_id)
-    live_plan(await call.gw.store.get_plan(plan.plan_id, call.gw.clock()), call.caller, call.name, call.config.preview)
-    raise ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
-
-
-def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
-    """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
-    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.text), so a
-    refused call cannot put control or bidi characters into the trail an operator reads."""
-    facts: dict[str, Any] = {}
-    invalid: dict[str, str] = {}
-    for name, field_name, schema in (("planId", "plan_id", PLAN_ID), ("idempotencyKey", "idempotency_key", KEY)):
-        value = raw.get(name)
-        if isinstance(value, str) and re.fullmatch(schema["pattern"], value):
-            facts[field_name] = value
-        elif value is not None:
-            invalid[name] = printable(value[:128]) if isinstance(value, str) else f"({type(value).__name__})"
-    if invalid:
-        facts["extra"] = {"invalid": invalid}
-    return facts

@@ -2,12 +2,14 @@
 
 Theory of operation. A destructive call carries only ``planId`` and ``idempotencyKey``. It passes these
 steps in order; each either lets it through or refuses with a stable code, and nothing before step 9
-changes anything outside the gateway's own store. The I/O of each step is in gateway.write.planned.
+changes anything outside the gateway's own store. Steps 1 and 2 run for every tool, in the MCP surface's chain
+(gateway.mcp.chain); the I/O of steps 3-9 is in gateway.write.planned, and steps 8-9 are the skeleton every
+write shares (gateway.write.driver).
 
     step  what is checked                         refusal codes                    decided by
-    1     arguments: schema and size caps         invalid_arguments, request_too_large   gateway.catalog.published
-    2     the caller may use the tool, often      forbidden / unknown tool,        gateway.identity.caller,
+    1     the caller may use the tool, often      forbidden / unknown tool,        gateway.identity.caller,
           enough                                  rate_limited                     gateway.ratelimit
+    2     arguments: size caps, then schema       request_too_large, invalid_arguments   gateway.catalog.published
     3     the key's record, before any prompt     idempotency_key_reused, request_in_progress,
                                                   outcome_unknown; or replay       after_key_lookup
     4     the plan: exists, live, caller, tool    plan_not_found, plan_expired     live_plan
@@ -16,7 +18,7 @@ changes anything outside the gateway's own store. The I/O of each step is in gat
           version and every planned number        plan_stale (lookups read afresh)
     7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes,
           approvers did on the page (url); a form                                  uses_up_plan,
-          declined or cancelled uses the plan up (the key stays free)              tools/approval.py
+          declined or cancelled uses the plan up (the key stays free)              gateway.write.ask.page
     8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
     9     the backend's answer becomes the outcome (applied, unknown,             settle
           error), reporting only values that fit the output schema

@@ -87,3 +87,14 @@ def test_only_the_kind_registry_tests_a_tool_configs_class() -> None:
     }
     assert sorted(found) == [], "ask the tool's kind (gateway.config.kinds) instead, or add to gateway/tools/kinds.py"
     assert kind_tests((ROOT / KIND_REGISTRY).read_text()), "the registry is where a config's class is told apart"
+
+
+def test_the_readme_names_the_chain_in_the_codes_order() -> None:
+    from gateway.mcp.chain import CHAIN
+
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| then one ordered chain:"))
+    spoken = [step.__name__.replace("_", " ") for step in CHAIN]
+    where = [row.find(words) for words in spoken]
+    assert -1 not in where, f"the README's chain row must name {spoken}"
+    assert where == sorted(where), f"the README's chain row names the steps out of the code's order {spoken}"

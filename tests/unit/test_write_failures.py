@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.records import Reply, bounded_json
+from gateway.write.driver import AuditedCall
 from tests.support.clients import Answers, connect, error_body, error_code, new_key, preview, running_gateway
 from tests.support.configs import gateway_config
 from tests.support.profiles import Profile
@@ -27,7 +28,7 @@ def optional_note_in_the_payload(profile: Profile) -> Any:
 
 
 async def test_a_payload_that_cannot_be_built_releases_the_key_and_writes_nothing(
-    tmp_path: Path, profile: Profile, era: str
+    tmp_path: Path, profile: Profile, era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     db = tmp_path / "backend.db"
     config = gateway_config(
@@ -47,6 +48,10 @@ async def test_a_payload_that_cannot_be_built_releases_the_key_and_writes_nothin
     assert error_code(retry) == "internal_error"  # tried again, not request_in_progress
     assert (profile.write_count(db), profile.snapshot(db, profile.main)) == before
     assert audited == [("refused", "internal_error")] * 2
+    # The operator's log has the fault's traceback (an internal bug must be findable); the caller's answer has none.
+    faults = [r for r in caplog.records if "failed before the backend call" in r.getMessage()]
+    assert faults and all(r.exc_info is not None for r in faults)
+    assert "Traceback" not in str(first.content) and "KeyError" not in str(first.content)
 
 
 def test_json_nested_past_the_cap_is_malformed_without_recursing() -> None:
@@ -66,3 +71,16 @@ def test_json_nested_past_the_cap_is_malformed_without_recursing() -> None:
     assert bounded_json('[[""], "", [[]]]', 3) == [[""], "", [[]]]
     assert bounded_json('[[""], "", [[[]]]]', 3) is None
     assert bounded_json("[1, 2", 16) is None
+
+
+async def test_an_entry_sealed_with_the_keys_outcome_is_not_stored_again(tmp_path: Path, profile: Profile) -> None:
+    config = gateway_config(profile, tmp_path / "backend.db", *profile.seed_demo, state_dir=tmp_path)
+    async with running_gateway(config, backend_in_process=True) as gw:
+        call = AuditedCall(gw, profile.write_tool, "local")
+        call.note(target=profile.main)
+        sealed = call.seal("applied", None)
+        await call.audit("refused", "internal_error")  # the decision's entry went with the key: nothing more
+        stored = [entry async for entry in gw.store.audit_entries()]
+        with pytest.raises(RuntimeError):
+            call.seal("applied", None)
+    assert (sealed.outcome, sealed.target, stored) == ("applied", profile.main, [])

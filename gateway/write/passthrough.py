@@ -1,0 +1,192 @@
+"""A pass-through write: one of a backend's own tools that is not read-only, published on purpose
+(gateway.config.passthrough). (A read-only one is a checked relay: gateway.tools.passthrough.)
+
+It writes like a planned write, through the same driver (gateway.write.driver: its one audit entry and the
+claim -> send -> settle skeleton), decisions (gateway.write.steps), store records and prompt
+(gateway.write.ask.form). What it lacks is a preview, so something must stand in for the plan. What stands in is
+the call itself: its arguments (without ``idempotencyKey``), bound to the caller and the key. The implied plan's
+id is a digest of (caller, tool, key, arguments), so:
+
+    same key, same arguments        the same implied plan: a finished key replays (``replayed: true``, no prompt,
+                                    no call), one in flight answers request_in_progress, a lost one
+                                    outcome_unknown (``details.current`` is null: there is no target to re-read)
+    same key, other arguments       another plan: idempotency_key_reused, before any prompt
+    a 2026 retry                    its sealed state names the implied plan, so an answer given for other
+                                    arguments is not counted
+
+There is no version to re-check (no stale check) and nothing to compute: the prompt states the tool and its
+arguments, JSON-encoded with every non-ASCII character escaped (no control, bidi or format character reaches
+the person), or the operator's ``message`` with each argument so encoded. After a yes the implied plan is put
+in the store and claimed with the key in one atomic step, exactly as a planned write claims its plan (so the
+at-most-once record, the lock, recovery after a crash and the audit entry are the planned write's own); the
+backend's tool is then called once:
+
+    no connection, nothing sent     release the claim; backend_unavailable (retry with the same key)
+    sent, no answer                 outcome_unknown, recorded: the key never calls again
+    isError                         backend_error, recorded: a retry with the key replays the refusal
+    an answer the output schema     outcome_unknown, recorded: the backend answered, so it may have written,
+    does not describe                and the gateway cannot tell what it did
+    a fitting answer                applied: the answer with ``replayed: false``, recorded for replay
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.server import ServerRequestContext
+
+from gateway.catalog.published import PublishedTool
+from gateway.config import PassthroughTool
+from gateway.config.expressions import render
+from gateway.errors import Code, ToolError
+from gateway.records import KeyRecord, Plan, Reply
+from gateway.write.ask import form
+from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
+from gateway.write.progress import ASKING
+from gateway.write.steps import (
+    LOST,
+    AfterLookup,
+    Settlement,
+    after_key_lookup,
+    confirmation_schema,
+    outcome_unknown_body,
+    require_form,
+    require_yes,
+)
+
+KEY = "idempotencyKey"
+PROMPT_ARGUMENTS_CHARS = 1000
+"""Longer arguments are cut in the prompt (and the prompt says so)."""
+
+
+@dataclass
+class PassthroughCall(ClaimedWrite):
+    """One call of a pass-through tool that writes."""
+
+    config: PassthroughTool = field(kw_only=True)
+    published: PublishedTool = field(kw_only=True)
+
+    @property
+    def retention_seconds(self) -> float:
+        return self.config.idempotency_retention_seconds
+
+    @property
+    def start_over(self) -> None:
+        return None  # no preview: the same call again is the way to start over
+
+    async def before_claim(self, plan: Plan) -> None:
+        """The implied plan goes into the store, so the store's one atomic claim of key and plan applies."""
+        await self.gw.store.put_plan(plan, self.gw.clock())
+
+    async def prepared(self, plan: Plan) -> Sender:
+        """Nothing to re-check (there is no version): the backend's own tool with the caller's arguments."""
+        backend, source = self.gw.backend_for(self.name), self.config.source_name(self.name)
+        return lambda: backend.call_tool(source, plan.arguments, self.config.timeout_seconds)
+
+    async def outcome(self, plan: Plan, reply: Reply | None) -> Settlement:
+        """Step 9 (the table in the module docstring)."""
+        return settle_call(self.published, reply)
+
+    async def not_claimed(self, plan: Plan, record: KeyRecord, existing: KeyRecord | None) -> dict[str, Any]:
+        """The key is another call's: its replay, or why not; no key yet means the implied plan is in use."""
+        if existing is not None:
+            return _finished(existing, plan.plan_id)
+        raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
+
+
+def implied_plan_id(caller: str, tool: str, key: str, arguments: dict[str, Any]) -> str:
+    """The id of the plan a pass-through write's arguments stand for, bound to the caller and the key."""
+    canonical = json.dumps([caller, tool, key, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "pt_" + hashlib.sha256(canonical.encode()).hexdigest()[:43]
+
+
+def prompt(config: PassthroughTool, tool: str, arguments: dict[str, Any], properties: list[str]) -> str:
+    """The question: the operator's message, or the tool and its arguments; every value JSON-encoded and ASCII."""
+    text = _encoded(arguments)
+    if len(text) > PROMPT_ARGUMENTS_CHARS:
+        text = text[:PROMPT_ARGUMENTS_CHARS] + "… (cut; the call sends them all)"
+    if config.message is None:
+        return f"Call {tool} with {text}?"
+    names = {name: _encoded(arguments[name]) if name in arguments else "(not given)" for name in properties}
+    return str(render(config.message, {**names, "tool": tool, "arguments": text}))
+
+
+def answer_of(published: PublishedTool, reply: Reply | None) -> dict[str, Any] | None:
+    """A successful answer as the published output schema describes it (without ``replayed``), or None."""
+    if reply is LOST or reply.is_error:
+        return None
+    body = reply.json()
+    if not isinstance(body, dict):
+        return None
+    checked = {**body, "replayed": False} if published.config.writes else body
+    try:
+        published.validate_output(checked)
+    except ValueError:
+        return None
+    return body
+
+
+def settle_call(published: PublishedTool, reply: Reply | None) -> Settlement:
+    """Step 9 for a pass-through write (the table in the module docstring)."""
+    if reply is not LOST and reply.is_error:
+        message = "The backend refused the call. A retry with this idempotencyKey replays this answer."
+        details = {"backendMessage": reply.text[:500]}
+        return Settlement("error", {"code": Code.BACKEND_ERROR.value, "message": message, "details": details})
+    body = answer_of(published, reply)
+    if body is None:
+        return Settlement("unknown", outcome_unknown_body(None))
+    return Settlement("applied", body)
+
+
+async def decide(
+    call: PassthroughCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    args: dict[str, Any],
+) -> Answer:
+    """An admitted call: the key's replay, or the question, then the write."""
+    gw, config = call.gw, call.config
+    key = args[KEY]
+    arguments = {name: value for name, value in args.items() if name != KEY}
+    named = arguments.get(config.target_argument) if config.target_argument is not None else None
+    target = str(named) if named is not None else call.name
+    plan_id = implied_plan_id(call.caller, call.name, key, arguments)
+    call.note(plan_id=plan_id, target=target)
+    await gw.unsettled.retry(gw.store)
+    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
+    if record is not None:
+        return _finished(record, plan_id)
+    require_form(ctx.session.client_capabilities)
+    now = gw.clock()
+    plan = Plan(plan_id, call.caller, call.name, target, None, arguments, {}, now + config.prompt_timeout_seconds)
+    properties = list(call.published.tool.input_schema.get("properties", {}))
+    question = form.Question(
+        message=prompt(config, call.name, arguments, [name for name in properties if name != KEY]),
+        schema=confirmation_schema(config.confirm, plan),
+        caller=call.caller,
+        plan_id=plan_id,
+        key=key,
+        timeout=config.prompt_timeout_seconds,
+    )
+    await call.progress(ASKING)
+    answer = await form.ask(ctx, params, question, gw.store, now)
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    call.note(confirmation=answer.action if answer is not None else "timeout")
+    require_yes(answer, config.confirm, plan)
+    return await apply_claimed(call, plan, KeyRecord(call.caller, key, plan_id, target, "in_flight", tool=call.name))
+
+
+def _finished(record: KeyRecord, plan_id: str) -> dict[str, Any]:
+    """A key already recorded: replay its answer, or refuse as the record says (reused, in flight, failed)."""
+    if after_key_lookup(record, plan_id) is AfterLookup.REPLAY:
+        return {**(record.result or {}), "replayed": True}
+    raise ToolError(**outcome_unknown_body(None))
+
+
+def _encoded(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=True)
