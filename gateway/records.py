@@ -222,3 +222,5 @@ class Approval:
     four_eyes: bool
     decisions: tuple[Decision, ...] = ()
     rev: int = 0
+    rule: str | None = None
+    """The approval rule that asked for people (None: the tool's own ``confirm = "url"``)."""

@@ -61,7 +61,14 @@ def approval_url(base: str, approval_id: str) -> str:
 
 
 def new_approval(
-    plan: Plan, caller_person: str | None, message: str, now: float, *, needed: int, four_eyes: bool
+    plan: Plan,
+    caller_person: str | None,
+    message: str,
+    now: float,
+    *,
+    needed: int,
+    four_eyes: bool,
+    rule: str | None = None,
 ) -> Approval:
     """The approval a url-mode write asks for: the plan's facts, open until the plan expires."""
     return Approval(
@@ -79,6 +86,7 @@ def new_approval(
         expires_at=plan.expires_at,
         approvers_needed=needed,
         four_eyes=four_eyes,
+        rule=rule,
     )
 
 

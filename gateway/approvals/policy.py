@@ -1,6 +1,7 @@
-"""Which confirmation a plan needs: a write tool's ordered approval rules, decided at preview time and, for the
-rules that read the write counters (or are marked ``recheck``), again when the write is called (``tightened``:
-the stricter of the two wins, so a write's mode only ever tightens; a ``deny`` then refuses the write).
+"""Which confirmation a write needs: a tool's ordered approval rules (a planned write's, decided for its plan at
+preview time; a pass-through write's, when it is called) and, for the rules that read the write counters (or are
+marked ``recheck``), again when the write is called (``tightened``: the stricter of the two wins, so a write's
+mode only ever tightens; a ``deny`` then refuses the write).
 
 Each rule is a CEL condition (compiled when the config loads, gateway/config/approvals.py) and a mode: ``form``
 (the client's yes/no form), ``typed`` (the client's form, typing the target id), ``url`` (people on the approval
@@ -13,8 +14,9 @@ holds, the tool's own ``confirm`` applies. A condition reads:
     summary    the plan's numbers (rowsDeleted, ...)
     arguments  the preview's arguments
     writes     {caller, tool, caller_tool, all} x {minute, hour, day}: plans issued in those windows (each counts
-               from its issue on, whether it is then applied, its outcome unknown, or left unused), counted in the
-               store (shared by replicas on Redis); a write does not count its own plan against itself
+               from its issue on, whether it is then applied, its outcome unknown, or left unused) and pass-through
+               writes claimed in them, counted in the store (shared by replicas on Redis); a write does not count
+               its own plan against itself
 
 A condition that cannot be evaluated for a plan (a field the target lacks, a type mismatch) fails closed: the
 plan gets the strictest of that rule, every later rule and the tool's own ``confirm`` (``STRICTNESS``: form, typed,
@@ -35,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import cache
 from typing import Any
 
-from gateway.config import ApprovalRule, WriteTool
+from gateway.config import ApprovalRule, ConfirmedTool
 from gateway.config.approvals import compile_condition
 from gateway.errors import Code, ToolError
 from gateway.records import WRITE_WINDOWS
@@ -78,7 +80,7 @@ def strictness(choice: Choice) -> tuple[int, int, bool]:
     return STRICTNESS.index(choice.mode), choice.approvers, choice.four_eyes
 
 
-def choose(tool: WriteTool, facts: dict[str, Any]) -> tuple[Choice, list[Evaluation]]:
+def choose(tool: ConfirmedTool, facts: dict[str, Any]) -> tuple[Choice, list[Evaluation]]:
     """The first rule that holds decides, and one that cannot be evaluated fails closed (see the module
     docstring); the rules evaluated on the way, in order."""
     evaluations = []
@@ -99,7 +101,7 @@ def _chosen_by(rule: ApprovalRule, mode: str) -> Choice:
     return Choice(mode, rule.name, rule.approvers, rule.four_eyes, rule.notify)
 
 
-def _failed_closed(tool: WriteTool, index: int, own: Choice) -> Choice:
+def _failed_closed(tool: ConfirmedTool, index: int, own: Choice) -> Choice:
     """The choice when rule ``index`` cannot be evaluated: its ``on_error``, or the strictest from it on."""
     rule = tool.approval[index]
     if rule.on_error is not None:
@@ -117,13 +119,13 @@ def denial(choice: Choice, when: str) -> ToolError:
     )
 
 
-def rechecked(tool: WriteTool) -> list[ApprovalRule]:
+def rechecked(tool: ConfirmedTool) -> list[ApprovalRule]:
     """The rules evaluated again when the write is called: those that read the write counters, and those the
     operator marked ``recheck``."""
     return [rule for rule in tool.approval if rule.recheck or "writes" in rule.when]
 
 
-def tightened(choice: Choice, tool: WriteTool, facts: dict[str, Any]) -> Choice:
+def tightened(choice: Choice, tool: ConfirmedTool, facts: dict[str, Any]) -> Choice:
     """The plan's choice, or a stricter one if a rechecked rule decides so now (the first that holds, or one
     that cannot be evaluated, failing closed among the rechecked rules): a write's mode only ever tightens."""
     rules = rechecked(tool)
@@ -157,7 +159,7 @@ def decided_by(choice: Choice) -> dict[str, str]:
     return {"mode": choice.mode, **{key: value for key, value in named.items() if value is not None}}
 
 
-def weaker_rules(tool: WriteTool) -> list[ApprovalRule]:
+def weaker_rules(tool: ConfirmedTool) -> list[ApprovalRule]:
     """The rules whose mode is weaker than the tool's own ``confirm`` (``check`` warns about each)."""
     own = STRICTNESS.index(tool.confirm)
     return [rule for rule in tool.approval if STRICTNESS.index(rule.mode) < own]
@@ -183,12 +185,12 @@ def facts(
     }
 
 
-def counts_writes(tool: WriteTool) -> bool:
+def counts_writes(tool: ConfirmedTool) -> bool:
     """Whether any rule reads the write counters (only then does a preview read them from the store)."""
     return any("writes" in rule.when for rule in tool.approval)
 
 
-def from_plan(record: dict[str, Any] | None, tool: WriteTool) -> Choice:
+def from_plan(record: dict[str, Any] | None, tool: ConfirmedTool) -> Choice:
     """The choice a plan carries (a plan from before rules existed: the tool's own setting)."""
     if not record:
         return Choice(tool.confirm, None, tool.approvers, tool.four_eyes)

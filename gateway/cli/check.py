@@ -120,13 +120,14 @@ def _weaker_rules(config: GatewayConfig) -> list[str]:
 
     warnings = []
     for name, tool in config.tools.items():
-        write = tool.as_write()
-        if write is None:
+        confirmed = tool.as_confirmed()
+        if confirmed is None:
             continue
-        for rule in weaker_rules(write):
+        for rule in weaker_rules(confirmed):
             warnings.append(
                 f"tools.{name}.approval {rule.name}: mode {rule.mode!r} is weaker than the tool's confirm ="
-                f" {write.confirm!r}, so a plan this rule matches is confirmed less strictly than the tool's default"
+                f" {confirmed.confirm!r}, so a write this rule matches is confirmed less strictly than the tool's"
+                " default"
             )
     return warnings
 

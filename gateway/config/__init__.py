@@ -27,7 +27,7 @@ from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.expressions import names_in
 from gateway.config.face import Hints
-from gateway.config.kinds import PreviewTool, ReadTool, ToolKind, WriteTool
+from gateway.config.kinds import ConfirmedTool, PreviewTool, ReadTool, ToolKind, WriteTool
 from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
 from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool
 from gateway.config.sections import (
@@ -57,6 +57,7 @@ __all__ = [
     "BackendSection",
     "Call",
     "ConfigError",
+    "ConfirmedTool",
     "GatewayConfig",
     "GatewaySection",
     "Hints",
@@ -125,7 +126,9 @@ class GatewayConfig(Model):
             write = tool.as_write()
             if write is not None:
                 self._check_plans(name, write)
-                self._check_url_mode(name, write)
+            confirmed = tool.as_confirmed()
+            if confirmed is not None:
+                self._check_url_mode(name, confirmed)
         return self
 
     @model_validator(mode="after")
@@ -184,10 +187,10 @@ class GatewayConfig(Model):
         if extra:
             raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
 
-    def _check_url_mode(self, name: str, tool: WriteTool) -> None:
-        for number, rule in enumerate(tool.approval):
+    def _check_url_mode(self, name: str, tool: ConfirmedTool) -> None:
+        for rule in tool.approval:
             if rule.notify is not None and rule.notify not in self.approvals.webhooks:
-                raise ValueError(f"tools.{name}.approval.{number}.notify: no webhook named {rule.notify!r}")
+                raise ValueError(f"tools.{name}.approval {rule.name}: notify names no webhook {rule.notify!r}")
         four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
         if "url" not in tool.modes():
             return

@@ -11,9 +11,10 @@ Each kind is its config model, and the model answers what is data about it, so t
 
 ``ToolKind`` asks each question with the answer most kinds give; a kind overrides what differs. Where a kind's
 own fields are wanted (a write names its preview; ``check`` reads a list's or a target's mapping), ``as_read``,
-``as_preview`` and ``as_write`` hand them over, typed. A call needs the running gateway, above the config:
-gateway.tools.kinds carries calls out, the one module that tells the classes apart. A new kind is its model, its
-entry in ``gateway.config.ToolConfig`` and its call in gateway.tools.kinds.
+``as_preview``, ``as_write`` and ``as_confirmed`` (how a tool that writes is confirmed: ``ConfirmedTool``) hand
+them over, typed. A call needs the running gateway, above the config: gateway.tools.kinds carries calls out, the
+one module that tells the classes apart. A new kind is its model, its entry in ``gateway.config.ToolConfig`` and
+its call in gateway.tools.kinds.
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ class ToolKind(Model):
 
     def as_write(self) -> WriteTool | None:
         """This tool as a planned write tool, when it is one."""
+        return None
+
+    def as_confirmed(self) -> ConfirmedTool | None:
+        """This tool's confirmation settings, when its calls write (a planned write, a pass-through that writes)."""
         return None
 
     @abstractmethod
@@ -262,7 +267,37 @@ class PreviewTool(ToolKind):
         return Face(self.title, self.description, inputs, outputs, READ_ONLY)
 
 
-class WriteTool(ToolKind):
+class ConfirmedTool(ToolKind):
+    """How a tool's writes are confirmed: the tool's own ``confirm`` and its ordered approval rules (planned writes
+    and pass-through tools that write alike; gateway.approvals.policy decides with them)."""
+
+    confirm: Literal["form", "typed", "url"] = "form"
+    approvers: int = Field(1, ge=1, le=10)
+    four_eyes: bool = False
+    approval: list[ApprovalRule] = []
+    """Ordered rules choosing each write's mode; none holding (or none given) leaves ``confirm``."""
+    prompt_timeout_seconds: float = Field(300.0, gt=0)
+    idempotency_retention_seconds: int = Field(86_400, ge=60)
+
+    @model_validator(mode="after")
+    def _approvers_need_the_page(self) -> ConfirmedTool:
+        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
+            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
+        names = [rule.name for rule in self.approval]
+        if len(names) != len(set(names)):
+            raise ValueError("every approval rule needs its own name")
+        return self
+
+    def modes(self) -> set[str]:
+        """Every confirmation mode a write of this tool can get."""
+        on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}
+        return {self.confirm, *(rule.mode for rule in self.approval), *on_error}
+
+    def as_confirmed(self) -> ConfirmedTool | None:
+        return self if self.writes else None
+
+
+class WriteTool(ConfirmedTool):
     kind: Literal["write"]
     preview: str
     call: Call
@@ -272,27 +307,6 @@ class WriteTool(ToolKind):
     version_from: str | None = None
     destructive: bool = True
     open_world: bool = False
-    confirm: Literal["form", "typed", "url"] = "form"
-    approvers: int = Field(1, ge=1, le=10)
-    four_eyes: bool = False
-    approval: list[ApprovalRule] = []
-    """Ordered rules choosing each plan's mode; none holding (or none given) leaves ``confirm``."""
-    prompt_timeout_seconds: float = Field(300.0, gt=0)
-    idempotency_retention_seconds: int = Field(86_400, ge=60)
-
-    @model_validator(mode="after")
-    def _approvers_need_the_page(self) -> WriteTool:
-        if self.confirm != "url" and (self.approvers != 1 or self.four_eyes):
-            raise ValueError("approvers and four_eyes need confirm = 'url' (people approve on the approval page)")
-        names = [rule.name for rule in self.approval]
-        if len(names) != len(set(names)):
-            raise ValueError("every approval rule needs its own name")
-        return self
-
-    def modes(self) -> set[str]:
-        """Every confirmation mode a plan of this tool can get."""
-        on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}
-        return {self.confirm, *(rule.mode for rule in self.approval), *on_error}
 
     @property
     def writes(self) -> bool:

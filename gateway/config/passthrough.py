@@ -17,13 +17,13 @@ from pydantic import Field, model_validator
 
 from gateway.config.expressions import names_in
 from gateway.config.face import IDEMPOTENCY_KEY, Face, Hints, Misfit
-from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, Sources, ToolKind
+from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, ConfirmedTool, Sources
 
 SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 """What a client assumes for a hint a tool does not state (MCP 2025-11-25, ToolAnnotations)."""
 
 
-class PassthroughTool(ToolKind):
+class PassthroughTool(ConfirmedTool):
     kind: Literal["passthrough"]
     source: str | None = None
     title: str | None = None
@@ -32,15 +32,16 @@ class PassthroughTool(ToolKind):
     input_schema: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
     timeout_seconds: float | None = Field(None, gt=0)
-    confirm: Literal["form", "typed"] = "form"
     target_argument: str | None = None
     message: str | None = None
-    prompt_timeout_seconds: float = Field(300.0, gt=0)
-    idempotency_retention_seconds: int = Field(86_400, ge=60)
+    approval_ttl_seconds: int = Field(600, ge=10)
+    """How long a url-mode call's approval stays open for people to decide (its implied plan lives as long)."""
 
     @model_validator(mode="after")
     def _confirmable(self) -> PassthroughTool:
-        if self.confirm == "typed" and self.target_argument is None:
+        if not self.writes and (self.confirm != "form" or self.approval or self.approvers != 1):
+            raise ValueError("confirm, approvers and approval rules are for a tool that writes (read_only = false)")
+        if "typed" in self.modes() and self.target_argument is None:
             raise ValueError("confirm = 'typed' needs target_argument (the argument the user must type)")
         for schema, key in ((self.input_schema, "input_schema"), (self.output_schema, "output_schema")):
             if schema is not None and schema.get("type") != "object":
@@ -64,7 +65,7 @@ class PassthroughTool(ToolKind):
         return WRITE_SCOPES if self.writes else READ_SCOPES
 
     def modes(self) -> set[str]:
-        return {self.confirm} if self.writes else set()
+        return super().modes() if self.writes else set()
 
     def prompt_seconds(self) -> float:
         return self.prompt_timeout_seconds

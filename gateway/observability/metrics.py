@@ -9,7 +9,9 @@ gateway_elicitation_answers_total{answer}       accept, decline, cancel, timeout
 gateway_store_seconds{operation}                each store operation
 gateway_plans_total{tool, mode, rule}           plans issued, by the confirmation their approval rule chose
 gateway_rules_failed_closed_total{tool, rule}   plans whose rule could not be evaluated (the plan failed closed)
-gateway_denials_total{tool, rule}               previews refused by a deny rule (each also an audit entry)
+gateway_denials_total{tool, rule}               previews and writes refused by a deny rule (each an audit entry)
+gateway_write_refusals_total{tool, mode, rule, code}   write calls refused once their mode was chosen (denied,
+                                                approval_pending, not_confirmed, ...), as their audit entries say
 gateway_approvals_pending                       approvals waiting for people (read from the store when scraped)
 gateway_approval_decision_seconds{decision}     from the request to the decision that settled it (approved/rejected)
 gateway_refusals_before_plan_total{tool, code}  write calls refused before a plan or key was found (audited per
@@ -74,7 +76,13 @@ class Metrics:
             registry=self.registry,
         )
         self.denials = Counter(
-            "gateway_denials", "Previews refused by a deny rule.", ["tool", "rule"], registry=self.registry
+            "gateway_denials", "Previews and writes refused by a deny rule.", ["tool", "rule"], registry=self.registry
+        )
+        self.write_refusals = Counter(
+            "gateway_write_refusals",
+            "Write calls refused once their confirmation mode was chosen, by mode, rule and code.",
+            ["tool", "mode", "rule", "code"],
+            registry=self.registry,
         )
         self.approvals_pending = Gauge(
             "gateway_approvals_pending", "Approvals waiting for people.", registry=self.registry

@@ -26,6 +26,7 @@ from gateway.identity.caller import caller_facts
 from gateway.records import AuditEntry, Plan
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
+from gateway.write.choice import counters
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
@@ -112,11 +113,7 @@ async def _confirmation(
 ) -> Choice:
     """The confirmation the plan will need, by the write tool's approval rules; ``denied`` refuses here."""
     caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
-    writes: dict[str, dict[str, int]] = {}
-    if counts_writes(write):
-        scopes = scopes_for(caller["id"], write_name)
-        counted = await gw.store.recent_writes(list(scopes.values()), gw.clock())
-        writes = {name: counted[scope] for name, scope in scopes.items()}
+    writes = await counters(gw, caller["id"], write_name) if counts_writes(write) else {}
     choice, _ = choose(write, facts(caller, write_name, target_id, state, summary, args, writes))
     if choice.mode == "deny":
         gw.metrics.denials.labels(write_name, choice.rule or "(tool)").inc()

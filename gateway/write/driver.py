@@ -115,12 +115,22 @@ async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable
         except StoreUnavailable:
             raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
+        _count_refusal(call, err.wire_code)
         await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
         raise
     if isinstance(outcome, types.InputRequiredResult):
         return outcome
     await call.audit("replayed" if outcome["replayed"] else "applied", None)
     return outcome
+
+
+def _count_refusal(call: AuditedCall, code: str) -> None:
+    """A refusal once the write's mode was chosen (a deny, a pending or rejected approval, a declined form) is
+    counted by tool, mode, rule and code: the audit entry carries the same mode and rule."""
+    chosen = call.entry.extra or {}
+    if not call.sealed and "mode" in chosen:
+        rule = chosen.get("rule") or "(tool)"
+        call.gw.metrics.write_refusals.labels(call.name, chosen["mode"], rule, code).inc()
 
 
 class ClaimedWrite(AuditedCall, ABC):

@@ -16,10 +16,16 @@ id is a digest of (caller, tool, key, arguments), so:
 
 There is no version to re-check (no stale check) and nothing to compute: the prompt states the tool and its
 arguments, JSON-encoded with every non-ASCII character escaped (no control, bidi or format character reaches
-the person), or the operator's ``message`` with each argument so encoded. After a yes the implied plan is put
-in the store and claimed with the key in one atomic step, exactly as a planned write claims its plan (so the
-at-most-once record, the lock, recovery after a crash and the audit entry are the planned write's own); the
-backend's tool is then called once:
+the person), or the operator's ``message`` with each argument so encoded.
+
+Its mode is chosen when it is called, by the tool's approval rules (gateway.write.choice; they read the caller,
+the target argument, the arguments and the write counters): a deny refuses; ``form`` and ``typed`` ask the client;
+``url`` asks people on the approval page, bound to the implied plan, which is then stored on the first call (with
+``approval_ttl_seconds`` to live) so that every retry with the same key and arguments waits for the same approval.
+After a yes the implied plan is put in the store and claimed with the key in one atomic step, exactly as a planned
+write claims its plan (so the at-most-once record, the lock, recovery after a crash and the audit entry are the
+planned write's own), after the rules that read the counters decided once more under the lock. The write counts
+in the budgets from its claim on; the backend's tool is then called once:
 
     no connection, nothing sent     release the claim; backend_unavailable (retry with the same key)
     sent, no answer                 outcome_unknown, recorded: the key never calls again
@@ -39,23 +45,21 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals.policy import Choice, scopes_for
 from gateway.catalog.published import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
-from gateway.records import KeyRecord, Plan, Reply
-from gateway.write.ask import form
+from gateway.records import Expired, KeyRecord, Plan, Reply
+from gateway.write.ask.yes import ask
+from gateway.write.choice import chosen, tightened_now
 from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
-from gateway.write.progress import ASKING
 from gateway.write.steps import (
     LOST,
     AfterLookup,
     Settlement,
     after_key_lookup,
-    confirmation_schema,
     outcome_unknown_body,
-    require_form,
-    require_yes,
 )
 
 KEY = "idempotencyKey"
@@ -69,6 +73,7 @@ class PassthroughCall(ClaimedWrite):
 
     config: PassthroughTool = field(kw_only=True)
     published: PublishedTool = field(kw_only=True)
+    choice: Choice | None = field(default=None, kw_only=True)
 
     @property
     def retention_seconds(self) -> float:
@@ -79,11 +84,25 @@ class PassthroughCall(ClaimedWrite):
         return None  # no preview: the same call again is the way to start over
 
     async def before_claim(self, plan: Plan) -> None:
-        """The implied plan goes into the store, so the store's one atomic claim of key and plan applies."""
-        await self.gw.store.put_plan(plan, self.gw.clock())
+        """The rules that read the counters decide once more, under the lock (a deny a race made true refuses
+        here); the implied plan goes into the store (a url-mode call's is there since it asked), so the store's
+        one atomic claim of key and plan applies."""
+        if self.choice is not None:
+
+            async def state() -> dict[str, Any]:
+                return {}
+
+            await tightened_now(self, self.config, self.choice, plan.target, state, {}, plan.arguments)
+        stored = await self.gw.store.get_plan(plan.plan_id, self.gw.clock())
+        if isinstance(stored, Expired):  # a url-mode call's plan, stored when it asked, outlived by the approval
+            raise _expired()
+        if stored is None:
+            await self.gw.store.put_plan(plan, self.gw.clock())
 
     async def prepared(self, plan: Plan) -> Sender:
-        """Nothing to re-check (there is no version): the backend's own tool with the caller's arguments."""
+        """Nothing to re-check (there is no version); the write counts against the budgets from here on, before
+        it is sent: the backend's own tool with the caller's arguments."""
+        await self.gw.store.count_write(list(scopes_for(self.caller, self.name).values()), self.gw.clock())
         backend, source = self.gw.backend_for(self.name), self.config.source_name(self.name)
         return lambda: backend.call_tool(source, plan.arguments, self.config.timeout_seconds)
 
@@ -148,7 +167,8 @@ async def decide(
     params: types.CallToolRequestParams,
     args: dict[str, Any],
 ) -> Answer:
-    """An admitted call: the key's replay, or the question, then the write."""
+    """An admitted call: the key's replay; or its mode by the rules, the question (a form, or people on the
+    approval page), then the write."""
     gw, config = call.gw, call.config
     key = args[KEY]
     arguments = {name: value for name, value in args.items() if name != KEY}
@@ -160,25 +180,49 @@ async def decide(
     record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
     if record is not None:
         return _finished(record, plan_id)
-    require_form(ctx.session.client_capabilities)
-    now = gw.clock()
-    plan = Plan(plan_id, call.caller, call.name, target, None, arguments, {}, now + config.prompt_timeout_seconds)
-    properties = list(call.published.tool.input_schema.get("properties", {}))
-    question = form.Question(
-        message=prompt(config, call.name, arguments, [name for name in properties if name != KEY]),
-        schema=confirmation_schema(config.confirm, plan),
-        caller=call.caller,
-        plan_id=plan_id,
-        key=key,
-        timeout=config.prompt_timeout_seconds,
+    choice = await chosen(call, config, target, arguments)
+    call.choice = choice
+    properties = [name for name in call.published.tool.input_schema.get("properties", {}) if name != KEY]
+    message = prompt(config, call.name, arguments, properties)
+    if choice.mode == "url":
+        plan = await _lasting_plan(call, plan_id, target, arguments)
+    else:
+        plan = Plan(
+            plan_id, call.caller, call.name, target, None, arguments, {}, gw.clock() + config.prompt_timeout_seconds
+        )
+    asked = await ask(
+        call, ctx, params, plan, key, message, choice, config.prompt_timeout_seconds, ready=_nothing, start_over=None
     )
-    await call.progress(ASKING)
-    answer = await form.ask(ctx, params, question, gw.store, now)
-    if isinstance(answer, types.InputRequiredResult):
-        return answer
-    call.note(confirmation=answer.action if answer is not None else "timeout")
-    require_yes(answer, config.confirm, plan)
+    if asked is not None:
+        return asked
     return await apply_claimed(call, plan, KeyRecord(call.caller, key, plan_id, target, "in_flight", tool=call.name))
+
+
+async def _lasting_plan(call: PassthroughCall, plan_id: str, target: str, arguments: dict[str, Any]) -> Plan:
+    """The implied plan a url-mode call's approval is bound to: stored on the first call, so every retry with the
+    same key and arguments finds the same plan (and expiry) until people decide or it expires."""
+    gw, now = call.gw, call.gw.clock()
+    found = await gw.store.get_plan(plan_id, now)
+    if isinstance(found, Plan) and found.caller == call.caller:
+        return found
+    if isinstance(found, Expired):
+        raise _expired()
+    expires = now + call.config.approval_ttl_seconds
+    plan = Plan(plan_id, call.caller, call.name, target, None, arguments, {}, expires)
+    await gw.store.put_plan(plan, now)
+    return plan
+
+
+def _expired() -> ToolError:
+    return ToolError(
+        Code.NOT_CONFIRMED,
+        "The approval for this call expired. Nothing was changed; call again with a new idempotencyKey only if the"
+        " change is still wanted.",
+    )
+
+
+async def _nothing() -> None:
+    """Nothing to check right before asking: a pass-through write has no target state to re-read."""
 
 
 def _finished(record: KeyRecord, plan_id: str) -> dict[str, Any]:

@@ -16,50 +16,36 @@ Steps 1 and 2 (authorize, rate limit, size caps, schema) ran before, in the MCP 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway.approvals.lifecycle import approved_by
 from gateway.approvals.policy import (
     Choice,
-    decided_by,
-    denial,
-    facts,
     from_plan,
-    rechecked,
-    scopes_for,
-    tightened,
-    without_own_plan,
 )
 from gateway.config import PreviewTool, WriteTool
 from gateway.config.expressions import MISSING
 from gateway.errors import Code, ToolError
-from gateway.identity.caller import caller_facts, current_person
-from gateway.records import Approval, KeyRecord, Plan, Reply
-from gateway.write.ask import form, page
+from gateway.records import KeyRecord, Plan, Reply
+from gateway.write.ask.yes import ask
+from gateway.write.choice import tightened_now
 from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
-from gateway.write.progress import ASKING
 from gateway.write.steps import (
     AfterLookup,
     Fits,
     Seen,
     Settlement,
     after_key_lookup,
-    confirmation_schema,
     live_plan,
     needs_reread,
     outcome_unknown_body,
     question_text,
-    require_form,
     require_unchanged,
-    require_yes,
     settle,
     template_names,
-    uses_up_plan,
 )
 
 log = logging.getLogger(__name__)
@@ -194,34 +180,20 @@ async def _confirmed(
     call.note(target=plan.target, version_before=plan.version)
     message = question_text(call.preview.message, plan, call.preview.target.noun)
     choice = await _tightened(call, plan, from_plan(plan.approval, call.config))
-    decided = decided_by(choice)
-    if choice.mode == "url":
-        await call.require_unchanged(plan)
-        request = _approval_request(call, plan, key, message, choice)
-        await call.progress(ASKING)
-        approved = await page.approve(ctx, params, request, gw)
-        if isinstance(approved, types.InputRequiredResult):
-            return approved
-        call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})
-    else:
-        require_form(ctx.session.client_capabilities)
-        await call.require_unchanged(plan)
-        question = form.Question(
-            message=message,
-            schema=confirmation_schema(choice.mode, plan),
-            caller=call.caller,
-            plan_id=plan_id,
-            key=key,
-            timeout=call.config.prompt_timeout_seconds,
-        )
-        await call.progress(ASKING)
-        answer = await form.ask(ctx, params, question, gw.store, gw.clock())
-        if isinstance(answer, types.InputRequiredResult):
-            return answer
-        call.note(confirmation=answer.action if answer is not None else "timeout", extra=decided)
-        if uses_up_plan(answer):
-            await gw.store.consume_plan(plan_id)
-        require_yes(answer, choice.mode, plan, preview_name)
+    asked = await ask(
+        call,
+        ctx,
+        params,
+        plan,
+        key,
+        message,
+        choice,
+        call.config.prompt_timeout_seconds,
+        ready=lambda: call.require_unchanged(plan),
+        start_over=preview_name,
+    )
+    if asked is not None:
+        return asked
     call.choice = choice
     record = KeyRecord(
         call.caller,
@@ -236,45 +208,12 @@ async def _confirmed(
 
 
 async def _tightened(call: WriteCall, plan: Plan, choice: Choice) -> Choice:
-    """Step 4b: the rules that read the write counters (or are marked ``recheck``) decide again, now; the
-    stricter of that and the plan's choice wins, and a ``deny`` refuses (gateway.approvals.policy)."""
-    if not rechecked(call.config):
-        return choice
-    gw, now = call.gw, call.gw.clock()
-    scopes = scopes_for(call.caller, call.name)
-    counted = await gw.store.recent_writes(list(scopes.values()), now)
-    issued_ago = now - (plan.expires_at - call.preview.plan_ttl_seconds)
-    writes = without_own_plan({name: counted[scope] for name, scope in scopes.items()}, issued_ago)
-    state = await call.current(plan.target) or {}
-    caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
-    seen = facts(caller, call.name, plan.target, state, plan.summary, plan.arguments, writes)
-    now_choice = tightened(choice, call.config, seen)
-    if now_choice.mode == "deny":
-        call.note(extra=decided_by(now_choice))
-        raise denial(now_choice, "now (its counters moved since the preview)")
-    return now_choice
+    """Step 4b: the rules that read the write counters (or are marked ``recheck``) decide again, now, without the
+    write's own plan; the stricter of that and the plan's choice wins, and a ``deny`` refuses
+    (gateway.write.choice)."""
+    issued_ago = call.gw.clock() - (plan.expires_at - call.preview.plan_ttl_seconds)
 
+    async def state() -> dict[str, Any]:
+        return await call.current(plan.target) or {}
 
-def _approval_request(call: WriteCall, plan: Plan, key: str, message: str, choice: Choice) -> page.Request:
-    """What a url-mode write asks the approval page for."""
-    return page.Request(
-        plan=plan,
-        caller_person=current_person(),
-        key=key,
-        message=message,
-        page_url=call.gw.approvals_url,
-        approvers=choice.approvers,
-        four_eyes=choice.four_eyes,
-        rule=choice.rule,
-        max_pending=call.gw.config.approvals.max_pending_per_caller,
-        announce=_announcer(call, choice),
-        timeout=call.config.prompt_timeout_seconds,
-    )
-
-
-def _announcer(call: WriteCall, choice: Choice) -> Callable[[Approval, str], None] | None:
-    """Where a new approval is announced: the rule's webhook, if it names one."""
-    notifier, webhook = call.gw.notifier, choice.notify
-    if notifier is None or webhook is None:
-        return None
-    return lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)
+    return await tightened_now(call, call.config, choice, plan.target, state, plan.summary, plan.arguments, issued_ago)

@@ -92,7 +92,7 @@ async def test_a_client_that_cannot_open_urls_gets_approval_pending_and_writes_o
     assert profile.write_count(world.db) == before + 1
     outcomes = [(e.outcome, e.code, e.extra) for e in await audit_of(world.gw, args["idempotencyKey"])]
     assert outcomes == [
-        ("refused", "approval_pending", {}),
+        ("refused", "approval_pending", {"mode": "url"}),  # a refusal once the mode was chosen names it
         ("applied", None, {"mode": "url", "approvers": ["Bob"]}),
         ("replayed", None, {}),
     ]

@@ -95,6 +95,11 @@ async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: 
         target=approval.target,
         version_before=approval.version,
         confirmation=verdict,
-        extra={"mode": "url", "approver": name, "approval": approval.approval_id},
+        extra={
+            "mode": "url",
+            **({"rule": approval.rule} if approval.rule is not None else {}),
+            "approver": name,
+            "approval": approval.approval_id,
+        },
     )
     await trail.append(gw.store, entry)

@@ -32,7 +32,9 @@ from mcp.shared.exceptions import NoBackChannelError
 from mcp_types.version import is_version_at_least
 
 from gateway.approvals.lifecycle import State, approval_id_for, approval_url, binds, new_approval, state
+from gateway.approvals.policy import Choice
 from gateway.errors import Code, ToolError
+from gateway.identity.caller import current_person
 from gateway.records import Approval, Plan
 from gateway.stores import Store
 from gateway.text import rfc3339
@@ -65,6 +67,28 @@ class Request:
     """Told about a new approval and its link (the rule's webhook), without waiting."""
 
 
+def request_for(gw: Parts, plan: Plan, key: str, message: str, choice: Choice, timeout: float) -> Request:
+    """What a url-mode write asks the approval page for: the plan, the caller as a person, the rule's approvers,
+    four eyes and webhook."""
+    notifier, webhook = gw.notifier, choice.notify
+    announce = None
+    if notifier is not None and webhook is not None:
+        announce = lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)  # noqa: E731
+    return Request(
+        plan=plan,
+        caller_person=current_person(),
+        key=key,
+        message=message,
+        page_url=gw.approvals_url,
+        approvers=choice.approvers,
+        four_eyes=choice.four_eyes,
+        rule=choice.rule,
+        max_pending=gw.config.approvals.max_pending_per_caller,
+        announce=announce,
+        timeout=timeout,
+    )
+
+
 async def approve(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
@@ -91,7 +115,13 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
     if found is None:
         await _require_room(request, store, now)
         made = new_approval(
-            plan, request.caller_person, request.message, now, needed=request.approvers, four_eyes=request.four_eyes
+            plan,
+            request.caller_person,
+            request.message,
+            now,
+            needed=request.approvers,
+            four_eyes=request.four_eyes,
+            rule=request.rule,
         )
         found = await store.put_approval(made)
         if found == made and request.announce is not None and request.page_url is not None:

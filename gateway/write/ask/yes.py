@@ -1,0 +1,68 @@
+"""Step 7 for any write: the yes its mode asks for, from people on the approval page (``url``) or from the
+client's form (``form``, ``typed``), with the audit entry told what was asked and answered.
+
+A planned write and a pass-through write differ only in what they check right before asking (``ready``: a
+planned write re-reads its target) and whether a refusal names a tool to start over with (a planned write's
+preview). A declined or cancelled form uses a stored plan up, so the same plan never prompts again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import ServerRequestContext
+
+from gateway.approvals.lifecycle import approved_by
+from gateway.approvals.policy import Choice, decided_by
+from gateway.records import Plan
+from gateway.write.ask import form, page
+from gateway.write.driver import AuditedCall
+from gateway.write.progress import ASKING
+from gateway.write.steps import confirmation_schema, require_form, require_yes, uses_up_plan
+
+
+async def ask(
+    call: AuditedCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    plan: Plan,
+    key: str,
+    message: str,
+    choice: Choice,
+    wait_seconds: float,
+    *,
+    ready: Callable[[], Awaitable[None]],
+    start_over: str | None,
+) -> types.InputRequiredResult | None:
+    """None once the yes is given; a request for input (2026) to return as it is; raises ToolError otherwise."""
+    gw, decided = call.gw, decided_by(choice)
+    call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
+    if choice.mode == "url":
+        await ready()
+        await call.progress(ASKING)
+        approved = await page.approve(ctx, params, page.request_for(gw, plan, key, message, choice, wait_seconds), gw)
+        if isinstance(approved, types.InputRequiredResult):
+            return approved
+        call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})
+        return None
+    require_form(ctx.session.client_capabilities)
+    await ready()
+    question = form.Question(
+        message=message,
+        schema=confirmation_schema(choice.mode, plan),
+        caller=call.caller,
+        plan_id=plan.plan_id,
+        key=key,
+        timeout=wait_seconds,
+    )
+    await call.progress(ASKING)
+    answer = await form.ask(ctx, params, question, gw.store, gw.clock())
+    if isinstance(answer, types.InputRequiredResult):
+        return answer
+    call.note(confirmation=answer.action if answer is not None else "timeout")
+    if uses_up_plan(answer):
+        await gw.store.consume_plan(plan.plan_id)
+    require_yes(answer, choice.mode, plan, start_over)
+    return None
