@@ -44,6 +44,7 @@ class Code(StrEnum):
     INTERNAL_ERROR = "internal_error"
     TOO_MANY_SESSIONS = "too_many_sessions"
     TOO_MANY_APPROVALS = "too_many_approvals"
+    TOO_MANY_TASKS = "too_many_tasks"
     PROXIED_REQUEST_REFUSED = "proxied_request_refused"
 
     @property
@@ -148,6 +149,10 @@ MEANINGS: dict[Code, Meaning] = {
     Code.TOO_MANY_APPROVALS: Meaning(
         "this caller already has `[approvals] max_pending_per_caller` writes waiting on the approval page",
         "wait for people to decide the pending ones (or let them expire); nothing was changed",
+    ),
+    Code.TOO_MANY_TASKS: Meaning(
+        "this caller already has `[approvals] max_tasks_per_caller` live tasks (url-mode writes followed as MCP tasks)",
+        "wait for some to finish, or cancel them with `tasks/cancel`; nothing was changed",
     ),
     Code.PROXIED_REQUEST_REFUSED: Meaning(
         "HTTP 403: a request relayed by a proxy (`Forwarded` / `X-Forwarded-*`) reached a gateway without `[auth]`",

@@ -7,8 +7,10 @@
     AuditEntry  one decision of a write tool, hash-chained when stored
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
+    Task        a url-mode write a client follows as an MCP task while people decide, and its result
 
-and the one table of a key's life (KEY_TRANSITIONS), which the write path and every store consult.
+and the tables of a key's life (KEY_TRANSITIONS), which the write path and every store consult, and of a task's
+(TASK_TRANSITIONS).
 
 Nothing here does I/O or imports the MCP SDK, so the write path's decisions (gateway.write.steps) can be
 read, imported and tested on their own.
@@ -23,9 +25,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 TOMBSTONE_SECONDS = 3600
+"""How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
 WRITE_WINDOWS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0}
 """The windows blast-radius counters count writes in (approval rules read ``writes.caller.hour`` and so on)."""
-"""How long an expired plan's owner still hears plan_expired (anyone else: plan_not_found)."""
 
 KeyState = Literal["in_flight", "applied", "unknown", "error"]
 
@@ -224,3 +226,55 @@ class Approval:
     rev: int = 0
     rule: str | None = None
     """The approval rule that asked for people (None: the tool's own ``confirm = "url"``)."""
+
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+TASK_TRANSITIONS: dict[str, frozenset[str]] = {
+    "input_required": frozenset({"working", "completed", "failed", "cancelled"}),
+    "working": frozenset({"input_required", "completed", "failed", "cancelled"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+"""A task's life (the tasks extension's state diagram): from waiting on people (``input_required``) or running
+(``working``) to one terminal status, which never changes again."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """A url-mode write answered as an MCP task: the call it stands for (tool, arguments, key), the approval it
+    waits on, who asked (``identity``: what the gateway acts as when it resumes the call: the caller's client,
+    issuer, subject and scopes, never a token), and its status and final result. ``rev`` counts stored changes
+    (stores replace it only over the revision it was read at)."""
+
+    task_id: str
+    caller: str
+    tool: str
+    key: str
+    arguments: dict[str, Any]
+    plan_id: str
+    approval_id: str
+    created_at: float
+    updated_at: float
+    expires_at: float
+    status: str = "input_required"
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    """The call's result (a CallToolResult as JSON), once completed."""
+    error: dict[str, Any] | None = None
+    """The JSON-RPC error, once failed."""
+    identity: dict[str, Any] = field(default_factory=dict)
+    rev: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+def next_task_status(task: Task, status: str) -> str:
+    """The status a task may move to; ValueError for one TASK_TRANSITIONS does not list."""
+    if status != task.status and status not in TASK_TRANSITIONS[task.status]:
+        raise ValueError(f"illegal task transition: {task.status!r} -> {status!r}")
+    return status

@@ -374,13 +374,14 @@ async def serve_stdio(config: GatewayConfig) -> None:
     """Serve one MCP connection on stdin/stdout."""
     from mcp.server.stdio import stdio_server
 
+    from gateway.mcp import tasks
     from gateway.mcp.server import build_server
     from gateway.runtime import open_gateway
 
     async with open_gateway(config, serving=serving("over stdio")) as gw:
         await recover(gw)
         server = build_server(gw)
-        async with stdio_server() as (read_stream, write_stream):
+        async with tasks.resumed(gw), stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -390,6 +391,7 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
 
     from gateway.config.loopback import is_loopback
     from gateway.http.app import build_app
+    from gateway.mcp import tasks
     from gateway.runtime import open_gateway
 
     async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
@@ -400,7 +402,8 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
         uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         stop_quietly_on_sigterm()
-        await uv.serve(sockets=[sock])
+        async with tasks.resumed(gw):
+            await uv.serve(sockets=[sock])
 
 
 def stop_quietly_on_sigterm() -> None:

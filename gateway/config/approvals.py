@@ -155,6 +155,9 @@ class ApprovalsSection(Model):
     approvers: ApproverRule = ApproverRule()
     max_pending_per_caller: int = Field(20, ge=1)
     """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
+    max_tasks_per_caller: int = Field(20, ge=1)
+    """How many live MCP tasks (url-mode writes a client follows as tasks) one caller may have; a write past it is
+    refused (too_many_tasks)."""
 
     @field_validator("public_url")
     @classmethod

@@ -11,11 +11,14 @@ operator keeps it visible; then it answers ``forbidden``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import mcp_types as types
-from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import principal_components
+from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
@@ -62,6 +65,38 @@ def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
         "issuer": principal.issuer or STATIC_ISSUER,
         "scopes": sorted(current_scopes() or ()),
     }
+
+
+def current_identity() -> dict[str, Any]:
+    """Who the current request acts for, to act for them again later (a task the gateway resumes): the token's
+    client, issuer, subject and scopes, never the token itself; empty without a token."""
+    token = get_access_token()
+    if token is None:
+        return {}
+    client, issuer, subject = principal_components(token)
+    return {"client": client, "issuer": issuer, "subject": subject, "scopes": sorted(token.scopes)}
+
+
+@contextmanager
+def acting_as(identity: dict[str, Any]) -> Iterator[None]:
+    """Run the block as the request ``current_identity`` was taken from: the same caller, person and scopes (the
+    gateway's own copy of what the verified token said, without the token)."""
+    if not identity:
+        yield
+        return
+    claims = {"iss": identity["issuer"]} if identity.get("issuer") is not None else None
+    token = AccessToken(
+        token="",
+        client_id=identity["client"],
+        scopes=list(identity["scopes"]),
+        subject=identity["subject"],
+        claims=claims,
+    )
+    reset = auth_context_var.set(AuthenticatedUser(token))
+    try:
+        yield
+    finally:
+        auth_context_var.reset(reset)
 
 
 STATIC_ISSUER = "static"

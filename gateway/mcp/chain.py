@@ -24,6 +24,7 @@ from gateway.catalog.published import refuse_oversized
 from gateway.identity.caller import authorize as authorize_scopes
 from gateway.identity.caller import current_scopes
 from gateway.tools.kinds import Kind, Request
+from gateway.write.ask.task import resuming
 from gateway.write.driver import Answer, decided
 
 
@@ -58,8 +59,10 @@ async def authorize(call: Call, call_next: Next) -> Answer:
 
 
 async def rate_limit(call: Call, call_next: Next) -> Answer:
-    """The caller calls this tool no more often than its bucket allows."""
-    await call.request.gw.limiter.check(call.request.caller, call.request.published.name)
+    """The caller calls this tool no more often than its bucket allows (a task the gateway resumes was counted
+    when the caller made the call)."""
+    if resuming.get() is None:
+        await call.request.gw.limiter.check(call.request.caller, call.request.published.name)
     return await call_next(call)
 
 

@@ -1,17 +1,15 @@
 """The MCP surface: lists the published tools and routes each call, never exposing the god-tool.
 
-A call is observed (a span, its log line, its metrics), routed (a tool the caller may not see answers as unknown),
-then passed through the ordered steps of gateway.mcp.chain to its tool.
-
-Every call either succeeds with ``structuredContent`` plus the same JSON as text (checked against the
-tool's outputSchema first), or fails with a coded ``isError`` result. An unknown tool is a JSON-RPC
--32602 error. Anything unexpected is logged here and answered with a generic -32603, so no exception text
-or stack trace reaches a client.
+A call is observed here (a span, its log line, its metrics), then answered by gateway.mcp.calls: routed (a tool
+the caller may not see answers as unknown) and passed through the ordered steps of gateway.mcp.chain to its tool.
+Every call either succeeds with ``structuredContent`` plus the same JSON as text (checked against the tool's
+outputSchema first), fails with a coded ``isError`` result, asks for input (2026 rounds), or, for a url-mode
+write a client follows as a task, answers a task (gateway.mcp.tasks, whose methods are served here too). An
+unknown tool is a JSON-RPC -32602 error; nothing unexpected reaches a client as more than a generic -32603.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -19,17 +17,18 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.context import HandlerResult
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
-from gateway.catalog.published import PublishedTool
-from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.identity.caller import current_caller, current_scopes, is_visible, unknown_tool
+from gateway.errors import ToolError
+from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.principal import readable
-from gateway.mcp import chain
+from gateway.mcp import tasks
+from gateway.mcp.calls import Answered, answer, error_code
 from gateway.observability import logs, tracing
+from gateway.records import Task
 from gateway.runtime import Gateway
-from gateway.tools.kinds import Request, kind_of
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -52,9 +51,7 @@ def build_server(gw: Gateway) -> Server[Any]:
             tools=[published.tool for name, published in catalog.items() if is_visible(gw.config, name, scopes)]
         )
 
-    async def on_call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    async def on_call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> HandlerResult:
         request_id = secrets.token_hex(8)  # the JSON-RPC id repeats (every terminal call is 2); this does not
         tool = params.name if params.name in gw.config.tools else "(unknown)"
         with logs.bound(request_id=request_id), tracing.span(f"tool {tool}", **{"gateway.request_id": request_id}):
@@ -62,14 +59,14 @@ def build_server(gw: Gateway) -> Server[Any]:
 
     async def on_call_tool_logged(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams, request_id: str
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> HandlerResult:
         started = time.perf_counter()
         known = params.name in gw.config.tools
         outcome = "internal_error"
         try:
-            result = await _answer(gw, ctx, params)
+            result = await answer(gw, ctx, params)
             outcome = outcome_label(result)
-            return result
+            return tasks.created(result) if isinstance(result, Task) else result
         except MCPError as err:
             outcome = "unknown_tool" if err.code == types.INVALID_PARAMS else "protocol_error"
             raise
@@ -99,91 +96,28 @@ def build_server(gw: Gateway) -> Server[Any]:
         gw.config.gateway.name,
         version=VERSION,
         on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
         get_tool_input_schema=gw.cached_input_schema,
     )
+    # Registered by method rather than as on_call_tool: a call may also answer a task (a CreateTaskResult).
+    server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool)
+    tasks.register(server, gw)
     security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
     server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
     return server
 
 
-async def _answer(
-    gw: Gateway, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-) -> types.CallToolResult | types.InputRequiredResult:
-    """Route a call; every refusal becomes a coded result, anything unexpected a generic -32603."""
-    try:
-        if params.name not in gw.config.tools or not is_visible(gw.config, params.name, current_scopes()):
-            raise unknown_tool(params.name)
-        published = (await gw.catalog(retry=False)).get(params.name)
-        if published is None:  # not published yet: its backend could not be read so far; try it again
-            published = (await gw.catalog()).get(params.name)
-        if published is None:
-            raise gw.unavailable(params.name) or unknown_tool(params.name)
-        return await _call(gw, published, ctx, params)
-    except ToolError as err:
-        return error_result(err)
-    except StoreUnavailable:
-        return error_result(
-            ToolError(Code.BACKEND_UNAVAILABLE, "The gateway's state store cannot be reached. Retry later.")
-        )
-    except MCPError:
-        raise
-    except Exception:
-        log.exception("unexpected error in tools/call %s", params.name[:64])
-        raise MCPError(code=types.INTERNAL_ERROR, message="Internal error") from None
-
-
-def outcome_label(result: types.CallToolResult | types.InputRequiredResult) -> str:
-    """A call's outcome for metrics and logs: an error code, applied / replayed, input_required, or ok."""
+def outcome_label(result: Answered) -> str:
+    """A call's outcome for metrics and logs: an error code, applied / replayed, input_required, task, or ok."""
     if isinstance(result, types.InputRequiredResult):
         return "input_required"
+    if isinstance(result, Task):
+        return "task"
     if result.is_error:
-        block = result.content[0] if result.content else None
-        return str(json.loads(block.text)["code"]) if isinstance(block, types.TextContent) else "error"
+        return error_code(result) or "error"
     body = result.structured_content or {}
     if "replayed" in body:
         return "replayed" if body["replayed"] else "applied"
     return "ok"
-
-
-async def _call(
-    gw: Gateway,
-    published: PublishedTool,
-    ctx: ServerRequestContext[Any, Any],
-    params: types.CallToolRequestParams,
-) -> types.CallToolResult | types.InputRequiredResult:
-    request = Request(gw, published, current_caller(gw.config.gateway.stdio_caller), ctx, params)
-    answer = await chain.run(chain.Call(request, kind_of(request)))
-    if isinstance(answer, types.InputRequiredResult):
-        return answer
-    return _written(published, answer) if published.config.writes else _success(published, answer)
-
-
-def _success(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
-    published.validate_output(body)
-    return success_result(body)
-
-
-def _written(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:
-    # The write has happened and is recorded under its key: a schema slip must not turn it into an error.
-    try:
-        published.validate_output(body)
-    except ValueError:
-        log.error("%s result does not match its outputSchema; returned as recorded", published.name)
-    return success_result(body)
-
-
-def success_result(body: dict[str, Any]) -> types.CallToolResult:
-    """A success carries ``structuredContent`` and the same JSON as text."""
-    text = json.dumps(body, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
-
-
-def error_result(err: ToolError) -> types.CallToolResult:
-    """A refusal: ``isError`` with the JSON body as text and no ``structuredContent`` (some clients validate
-    ``structuredContent`` even on error results)."""
-    text = json.dumps(err.body(), separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def _longest_prompt(gw: Gateway) -> float:

@@ -7,6 +7,7 @@
     Counters    rate-limit buckets, write budgets            take_token, count_write, recent_writes
     AuditLog    the hash-chained audit                       append_audit, trim_audit, audit_entries
     Approvals   writes waiting on the approval page          put_approval, get_approval, replace_approval, ...
+    Tasks       url-mode writes followed as MCP tasks        create_task, get_task, replace_task, live_tasks
     Store       all of them, plus serve_from and close       what open_store returns
 
 A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
@@ -23,7 +24,18 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from gateway.errors import StoreInUse, StoreUnavailable
-from gateway.records import ABSENT, KEY_TRANSITIONS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan, key_leaves
+from gateway.records import (
+    ABSENT,
+    KEY_TRANSITIONS,
+    Approval,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+    Task,
+    key_leaves,
+)
 
 __all__ = [
     "OPERATIONS",
@@ -38,6 +50,7 @@ __all__ = [
     "Store",
     "StoreInUse",
     "StoreUnavailable",
+    "Tasks",
     "claim_refusal",
     "key_leaves",
     "key_moves",
@@ -177,7 +190,26 @@ class Approvals(Protocol):
         ...
 
 
-class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Protocol):
+class Tasks(Protocol):
+    """Url-mode writes a client follows as MCP tasks, each kept until its ``expires_at``."""
+
+    async def create_task(self, task: Task) -> Task:
+        """Store a new task unless a live one (not terminal, not expired at ``task.created_at``) is stored for the
+        same (caller, key); return the stored one (this or that one), atomically."""
+        ...
+
+    async def get_task(self, task_id: str) -> Task | None: ...
+
+    async def replace_task(self, task: Task) -> bool:
+        """Store ``task`` with ``rev + 1`` if the stored one is still at ``task.rev``; else False."""
+        ...
+
+    async def live_tasks(self, now: float) -> list[Task]:
+        """Every task not terminal and not expired, oldest first (what a gateway resumes)."""
+        ...
+
+
+class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Tasks, Protocol):
     """Every role in one store, as a gateway opens it. Methods take ``now`` so that expiry is testable."""
 
     async def serve_from(self, holder: str) -> None:
@@ -189,6 +221,6 @@ class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Pro
     async def close(self) -> None: ...
 
 
-ROLES: tuple[type[Any], ...] = (Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Store)
+ROLES: tuple[type[Any], ...] = (Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Tasks, Store)
 OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
 """Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""

@@ -11,7 +11,17 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
-from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import (
+    TOMBSTONE_SECONDS,
+    WRITE_WINDOWS,
+    Approval,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+    Task,
+)
 from gateway.stores.base import claim_refusal, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
@@ -36,6 +46,7 @@ class MemoryStore:
         self._audit: list[AuditEntry] = []
         self._approvals: TLRUCache[str, tuple[Approval, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._writes: dict[str, list[float]] = {}
+        self._tasks: TLRUCache[str, tuple[Task, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
 
@@ -161,6 +172,29 @@ class MemoryStore:
     async def open_approvals(self, now: float) -> list[Approval]:
         live = [approval for approval, _ in list(self._approvals.values()) if approval.expires_at > now]
         return sorted(live, key=lambda approval: approval.requested_at, reverse=True)
+
+    async def create_task(self, task: Task) -> Task:
+        for stored, _ in list(self._tasks.values()):
+            same = (stored.caller, stored.key) == (task.caller, task.key)
+            if same and not stored.terminal and stored.expires_at > task.created_at:
+                return stored
+        self._tasks[task.task_id] = (task, task.expires_at)
+        return task
+
+    async def get_task(self, task_id: str) -> Task | None:
+        found = self._tasks.get(task_id)
+        return found[0] if found is not None else None
+
+    async def replace_task(self, task: Task) -> bool:
+        found = self._tasks.get(task.task_id)
+        if found is None or found[0].rev != task.rev:
+            return False
+        self._tasks[task.task_id] = (replace(task, rev=task.rev + 1), found[1])
+        return True
+
+    async def live_tasks(self, now: float) -> list[Task]:
+        live = [task for task, _ in list(self._tasks.values()) if not task.terminal and task.expires_at > now]
+        return sorted(live, key=lambda task: task.created_at)
 
     async def close(self) -> None:
         return None

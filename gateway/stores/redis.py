@@ -17,13 +17,17 @@ Keys, under ``prefix``::
     approval:<id>          hash    body, rev                         expires an hour after the plan would
     approvals              zset    approval ids by expiry            the approval page's list; trimmed on read
     writes:<scope>         zset    one member per write, by time     blast-radius counters; trimmed to a day
+    task:<id>              hash    body, rev, status                 an MCP task; expires with the task
+    taskkey:<caller>:<key> string  the task id of a live task        SET with the task (create_task's script)
+    tasks                  zset    task ids by expiry                what a gateway resumes; trimmed on read
     bucket:<name>          hash    tokens, updated                   a rate-limit bucket (Lua, Redis's clock);
                                                                      expires once it would be full again
 
 Atomicity. Each decision that reads and writes is one Lua script, which Redis runs without interleaving:
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
-``consume_plan`` (delete a plan only while no key holds it), acquire, renew and unlock are scripts too. A
+``consume_plan`` (delete a plan only while no key holds it), ``create_task`` (only while no live task holds the
+caller's key), ``replace_task``, acquire, renew and unlock are scripts too. A
 script retried after a lost reply recognises its own earlier effect. The scripts that change a key's state
 (claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets their
 event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
@@ -91,7 +95,18 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
-from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import (
+    TERMINAL,
+    TOMBSTONE_SECONDS,
+    WRITE_WINDOWS,
+    Approval,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+    Task,
+)
 from gateway.stores import codec
 from gateway.stores.base import StoreUnavailable, key_leaves
 from gateway.stores.locks import KeyedLocks
@@ -211,6 +226,33 @@ redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) +
 return 1
 """
 
+# KEYS: task, the (caller, key)'s task name, index. ARGV: body, task id, expires_at, expiry (ms since the epoch),
+# the terminal statuses (" completed failed cancelled "), its status. Returns the stored body (this task's, or a
+# live one's for the same caller and key).
+CREATE_TASK = """
+local other = redis.call('GET', KEYS[2])
+if other then
+  local status = redis.call('HGET', other, 'status')
+  if status and not string.find(ARGV[5], ' ' .. status .. ' ', 1, true) then
+    return redis.call('HGET', other, 'body')
+  end
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'rev', '0', 'status', ARGV[6])
+redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+redis.call('SET', KEYS[2], KEYS[1], 'PXAT', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], KEYS[1])
+return ARGV[1]
+"""
+
+# KEYS: task. ARGV: the rev it was read at, the new body, the new status. Returns 1 when replaced.
+REPLACE_TASK = """
+if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1), 'status', ARGV[3])
+return 1
+"""
+
 # KEYS: lock, fence. ARGV: this acquirer's random part, lease ms.
 ACQUIRE = """
 local holder = redis.call('GET', KEYS[1])
@@ -281,6 +323,8 @@ class RedisStore:
                 ("unlock", UNLOCK),
                 ("put_approval", PUT_APPROVAL),
                 ("replace_approval", REPLACE_APPROVAL),
+                ("create_task", CREATE_TASK),
+                ("replace_task", REPLACE_TASK),
             ]
         }
         self._local = KeyedLocks()
@@ -514,6 +558,37 @@ class RedisStore:
         found = [codec.load(Approval, cast(str, body)) for body in bodies if body is not None]
         return sorted(found, key=lambda approval: approval.requested_at, reverse=True)
 
+    async def create_task(self, task: Task) -> Task:
+        name = self._task_key(task.task_id)
+        expiry_ms = str(int(task.expires_at * 1000))
+        terminal = " " + " ".join(sorted(TERMINAL)) + " "
+        args = [codec.dump(task), task.task_id, repr(task.expires_at), expiry_ms, terminal, task.status]
+        stored = await self._script("create_task", [name, self._task_of_key(task.caller, task.key), self._tasks], args)
+        return codec.load(Task, cast(str, stored))
+
+    async def get_task(self, task_id: str) -> Task | None:
+        body = await self._call(self._redis.hget(self._task_key(task_id), "body"))
+        return codec.load(Task, cast(str, body)) if body is not None else None
+
+    async def replace_task(self, task: Task) -> bool:
+        changed = codec.dump(dataclasses.replace(task, rev=task.rev + 1))
+        replaced = await self._script(
+            "replace_task", [self._task_key(task.task_id)], [str(task.rev), changed, task.status]
+        )
+        return bool(replaced)
+
+    async def live_tasks(self, now: float) -> list[Task]:
+        await self._call(self._redis.zremrangebyscore(self._tasks, "-inf", repr(now)))
+        names = await self._call(self._redis.zrangebyscore(self._tasks, f"({now!r}", "+inf"))
+        if not names:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.hget(cast(str, name), "body")
+            bodies = await self._call(pipe.execute())
+        found = [codec.load(Task, cast(str, body)) for body in bodies if body is not None]
+        return sorted((task for task in found if not task.terminal), key=lambda task: task.created_at)
+
     async def close(self) -> None:
         await self._redis.aclose()
         for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
@@ -601,6 +676,16 @@ class RedisStore:
     @property
     def _approvals(self) -> str:
         return self.prefix + "approvals"
+
+    def _task_key(self, task_id: str) -> str:
+        return self.prefix + "task:" + task_id
+
+    def _task_of_key(self, caller: str, key: str) -> str:
+        return self.prefix + "taskkey:" + quote(caller, safe="") + ":" + key
+
+    @property
+    def _tasks(self) -> str:
+        return self.prefix + "tasks"
 
     def _lock_key(self, target: str) -> str:
         return self.prefix + "lock:" + quote(target, safe="")

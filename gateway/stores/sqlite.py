@@ -8,6 +8,7 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     audit        id -> entry                             the chain (gateway.audit.chain), in append order
     approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
     writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
+    tasks        task_id -> body, caller, key, status, rev, expires_at     MCP tasks; purged once expired
 
 Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
 so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
@@ -22,7 +23,9 @@ Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
 - ``settle`` with its audit entry: read the chain's tail, insert the sealed entry, record the outcome under the
   key, delete the plan: one commit, one fsync. The outcome and its entry are on disk together or not at all.
 - ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
-- ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint).
+- ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint);
+- ``create_task``: look for a live task of the same (caller, key), else insert; ``replace_task`` and
+  ``replace_approval``: an update only at the revision read.
 
 Each step that changes a key reads its stored state in the same transaction and changes it only as
 KEY_TRANSITIONS (gateway.records) allows (gateway.stores.base.key_moves); anything else leaves the key as it was.
@@ -56,7 +59,18 @@ import anyio.to_thread
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.crashpoints import crash_point
-from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import (
+    TERMINAL,
+    TOMBSTONE_SECONDS,
+    WRITE_WINDOWS,
+    Approval,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+    Task,
+)
 from gateway.stores import codec
 from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
@@ -82,6 +96,11 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE INDEX IF NOT EXISTS approvals_expiry ON approvals (expires_at);
 CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_scope ON writes (scope, at);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY, body TEXT NOT NULL, caller TEXT NOT NULL, key TEXT NOT NULL, status TEXT NOT NULL,
+    rev INTEGER NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS tasks_key ON tasks (caller, key);
+CREATE INDEX IF NOT EXISTS tasks_live ON tasks (status, expires_at);
 """
 ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT")}
 """Columns added after the first release: a file made before them gets them at open."""
@@ -178,6 +197,18 @@ class SqliteStore:
 
     async def open_approvals(self, now: float) -> list[Approval]:
         return await self._read(_open_approvals, now)
+
+    async def create_task(self, task: Task) -> Task:
+        return await self._write(_create_task, task)
+
+    async def get_task(self, task_id: str) -> Task | None:
+        return await self._read(_get_task, task_id)
+
+    async def replace_task(self, task: Task) -> bool:
+        return await self._write(_replace_task, task)
+
+    async def live_tasks(self, now: float) -> list[Task]:
+        return await self._read(_live_tasks, now)
 
     async def close(self) -> None:
         await self._write(sqlite3.Connection.close)
@@ -436,3 +467,60 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
     rows = db.execute("SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)).fetchall()
     return [codec.load(Approval, body) for (body,) in rows]
+
+
+_TERMINAL = tuple(sorted(TERMINAL))
+_NOT_TERMINAL = f"status NOT IN ({', '.join('?' for _ in _TERMINAL)})"
+
+
+def _create_task(db: sqlite3.Connection, task: Task) -> Task:
+    def steps(db: sqlite3.Connection) -> Task:
+        db.execute("DELETE FROM tasks WHERE expires_at <= ?", (task.created_at,))
+        row = db.execute(
+            f"SELECT body FROM tasks WHERE caller = ? AND key = ? AND {_NOT_TERMINAL} AND expires_at > ?",
+            (task.caller, task.key, *_TERMINAL, task.created_at),
+        ).fetchone()
+        if row is not None:
+            return codec.load(Task, row[0])
+        db.execute(
+            "INSERT INTO tasks (task_id, body, caller, key, status, rev, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                task.task_id,
+                codec.dump(task),
+                task.caller,
+                task.key,
+                task.status,
+                task.rev,
+                task.created_at,
+                task.expires_at,
+            ),
+        )
+        return task
+
+    return _transaction(db, steps)
+
+
+def _get_task(db: sqlite3.Connection, task_id: str) -> Task | None:
+    row = db.execute("SELECT body FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return codec.load(Task, row[0]) if row is not None else None
+
+
+def _replace_task(db: sqlite3.Connection, task: Task) -> bool:
+    changed = replace(task, rev=task.rev + 1)
+
+    def steps(db: sqlite3.Connection) -> bool:
+        cursor = db.execute(
+            "UPDATE tasks SET body = ?, status = ?, rev = ? WHERE task_id = ? AND rev = ?",
+            (codec.dump(changed), changed.status, changed.rev, task.task_id, task.rev),
+        )
+        return cursor.rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _live_tasks(db: sqlite3.Connection, now: float) -> list[Task]:
+    rows = db.execute(
+        f"SELECT body FROM tasks WHERE {_NOT_TERMINAL} AND expires_at > ? ORDER BY created_at", (*_TERMINAL, now)
+    ).fetchall()
+    return [codec.load(Task, row[0]) for row in rows]

@@ -91,7 +91,7 @@ class Write:
     async def call(self, arguments: dict[str, Any]) -> Answer:
         """The planned write (gateway.write.planned), its version under the preview's configured name."""
         outcome = await planned.decide(self.evidence, self.request.ctx, self.request.params, arguments)
-        if isinstance(outcome, types.InputRequiredResult):
+        if not isinstance(outcome, dict):
             return outcome
         return named_version(outcome, self.evidence.preview.target.version_output)
 

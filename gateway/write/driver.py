@@ -39,7 +39,7 @@ from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.catalog.published import IDEMPOTENCY_KEY, PLAN_ID
 from gateway.crashpoints import crash_point
 from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.records import AuditEntry, KeyRecord, Plan, Reply
+from gateway.records import AuditEntry, KeyRecord, Plan, Reply, Task
 from gateway.text import printable
 from gateway.write.parts import Parts
 from gateway.write.progress import CALLING, DONE, Reporter, silent
@@ -49,7 +49,10 @@ AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_
 STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
 NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
 
-Answer = dict[str, Any] | types.InputRequiredResult
+Interim = types.InputRequiredResult | Task
+"""A call's answer before its decision: a request for input (2026 rounds), or a task to follow (the tasks
+extension). Neither leaves an audit entry; the decision that follows does."""
+Answer = dict[str, Any] | Interim
 Sender = Callable[[], Awaitable[Reply]]
 
 log = logging.getLogger(__name__)
@@ -105,7 +108,8 @@ class AuditedCall:
 
 
 async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable[[], Awaitable[Answer]]) -> Answer:
-    """Run ``decide`` and leave exactly one audit entry for its decision (none for an InputRequiredResult round).
+    """Run ``decide`` and leave exactly one audit entry for its decision (none for an interim answer: an
+    InputRequiredResult round or a task).
     A refusal is audited with the code the caller sees; a store that fails before the backend call is sent is
     ``backend_unavailable`` (settle's own failure is handled in record_outcome)."""
     call.note(**audited_arguments(arguments))
@@ -118,7 +122,7 @@ async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable
         _count_refusal(call, err.wire_code)
         await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
         raise
-    if isinstance(outcome, types.InputRequiredResult):
+    if not isinstance(outcome, dict):
         return outcome
     await call.audit("replayed" if outcome["replayed"] else "applied", None)
     return outcome

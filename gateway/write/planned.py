@@ -32,7 +32,7 @@ from gateway.errors import Code, ToolError
 from gateway.records import KeyRecord, Plan, Reply
 from gateway.write.ask.yes import ask
 from gateway.write.choice import tightened_now
-from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
+from gateway.write.driver import Answer, ClaimedWrite, Interim, Sender, apply_claimed
 from gateway.write.steps import (
     AfterLookup,
     Fits,
@@ -146,7 +146,7 @@ async def decide(
             raise
         log.info("key claimed by another call while this one was refused (%s); answering by key", refusal.code)
         return await _by_key(call, claimed, plan_id)
-    if isinstance(confirmed, types.InputRequiredResult):
+    if not isinstance(confirmed, tuple):
         return confirmed
     plan, record = confirmed
     return await apply_claimed(call, plan, record)
@@ -173,7 +173,7 @@ async def _confirmed(
     params: types.CallToolRequestParams,
     plan_id: str,
     key: str,
-) -> tuple[Plan, KeyRecord] | types.InputRequiredResult:
+) -> tuple[Plan, KeyRecord] | Interim:
     """Steps 4-7: the live plan, its mode (tightened), the target unchanged, the yes; the record to claim."""
     gw, preview_name = call.gw, call.config.preview
     plan = live_plan(await gw.store.get_plan(plan_id, gw.clock()), call.caller, call.name, preview_name)

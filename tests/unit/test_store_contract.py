@@ -15,7 +15,16 @@ import pytest
 from gateway.approvals.lifecycle import decide, new_approval
 from gateway.audit.chain import ChainKeys, verify
 from gateway.errors import StoreInUse
-from gateway.records import KEY_TRANSITIONS, TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, KeyState, Plan
+from gateway.records import (
+    KEY_TRANSITIONS,
+    TOMBSTONE_SECONDS,
+    AuditEntry,
+    Expired,
+    KeyRecord,
+    KeyState,
+    Plan,
+    Task,
+)
 from gateway.stores import Store, open_store
 
 pytestmark = pytest.mark.anyio
@@ -51,6 +60,12 @@ def make_plan(plan_id: str = "pl_one", *, expires_at: float | None = None, targe
         summary={"rowsDeleted": 812, "rowsInserted": 0},
         expires_at=time.time() + 600 if expires_at is None else expires_at,
     )
+
+
+def make_task(task_id: str = "tk_one", *, key: str = "key-0001", caller: str = "alice", ttl: float = 600) -> Task:
+    now = time.time()
+    arguments = {"planId": "pl_one", "idempotencyKey": key}
+    return Task(task_id, caller, "reset_tenant", key, arguments, "pl_one", "ap_one", now, now, now + ttl)
 
 
 def in_flight(plan: Plan, key: str = "key-0001") -> KeyRecord:
@@ -288,6 +303,41 @@ class StoreContract:
         for approval in (older, newer, gone):
             await store.put_approval(approval)
         assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
+
+    async def test_a_task_is_created_once_per_live_key_and_read_back_whole(self, store: Store) -> None:
+        first = replace(make_task(), identity={"client": "agent", "scopes": ["tenants:reset"]})
+        assert await store.create_task(first) == first
+        again = make_task("tk_two")  # the same caller and key while the first is live: the first answers
+        assert await store.create_task(again) == first
+        assert await store.get_task("tk_two") is None
+        other = make_task("tk_three", key="key-0002")
+        assert await store.create_task(other) == other
+        assert await store.create_task(make_task("tk_four", caller="bob")) != first  # keys are per caller
+        assert await store.get_task(first.task_id) == first
+        assert await store.get_task("tk_nothing") is None
+
+    async def test_a_task_is_replaced_only_over_its_revision_and_a_terminal_one_frees_its_key(
+        self, store: Store
+    ) -> None:
+        task = await store.create_task(make_task())
+        working = replace(task, status="working")
+        assert await store.replace_task(working)
+        assert not await store.replace_task(replace(task, status="cancelled"))  # read at revision 0: refused
+        stored = await store.get_task(task.task_id)
+        assert stored is not None and (stored.status, stored.rev) == ("working", 1)
+        done = replace(stored, status="completed", result={"content": [], "isError": False})
+        assert await store.replace_task(done)
+        assert [t.task_id for t in await store.live_tasks(time.time())] == []
+        after = make_task("tk_after")  # the same key again once the first task ended: a new task
+        assert await store.create_task(after) == after
+
+    async def test_live_tasks_are_the_unexpired_unfinished_ones_oldest_first(self, store: Store) -> None:
+        older = replace(make_task("tk_older", key="key-0001"), created_at=time.time() - 10)
+        newer = make_task("tk_newer", key="key-0002")
+        gone = replace(make_task("tk_gone", key="key-0003", ttl=-1), created_at=time.time() - 700)
+        for task in (newer, older, gone):
+            await store.create_task(task)
+        assert [t.task_id for t in await store.live_tasks(time.time())] == ["tk_older", "tk_newer"]
 
     async def test_this_process_may_serve_the_store_and_take_it_again(self, store: Store) -> None:
         await store.serve_from("test process")

@@ -4,4 +4,5 @@ yes    the yes a write's mode asks for, from one of the two below, noted in the 
 form   a confirmation form: pushed ``elicitation/create`` (2025-11-25) or ``InputRequiredResult`` with a
        sealed, single-use ``requestState`` (2026-07-28)
 page   people on the approval page (``confirm = "url"``): the approval's creation, the link, the wait
+task   the same, for a client that declared the tasks extension: answered at once with a task to follow
 """

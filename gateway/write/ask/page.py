@@ -97,7 +97,7 @@ async def approve(
 ) -> Approval | types.InputRequiredResult:
     """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise. The waits
     take the gateway's clock and sleep."""
-    approval = await _approval_for(request, gw.store, gw.clock())
+    approval = await approval_for(request, gw)
     current = state(approval, gw.clock())
     if current is State.PENDING:
         if not _can_open_urls(ctx):
@@ -109,8 +109,10 @@ async def approve(
     return _verdict(approval, current, request)
 
 
-async def _approval_for(request: Request, store: Store, now: float) -> Approval:
-    plan = request.plan
+async def approval_for(request: Request, gw: Parts) -> Approval:
+    """The plan's approval: made and announced on first ask (within the caller's cap of waiting ones), else the
+    stored one, which must be bound to this plan's facts."""
+    plan, store, now = request.plan, gw.store, gw.clock()
     found = await store.get_approval(approval_id_for(plan.plan_id))
     if found is None:
         await _require_room(request, store, now)

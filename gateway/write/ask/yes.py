@@ -18,7 +18,8 @@ from gateway.approvals.lifecycle import approved_by
 from gateway.approvals.policy import Choice, decided_by
 from gateway.records import Plan
 from gateway.write.ask import form, page
-from gateway.write.driver import AuditedCall
+from gateway.write.ask.task import open_task, wants_task
+from gateway.write.driver import AuditedCall, Interim
 from gateway.write.progress import ASKING
 from gateway.write.steps import confirmation_schema, require_form, require_yes, uses_up_plan
 
@@ -35,14 +36,18 @@ async def ask(
     *,
     ready: Callable[[], Awaitable[None]],
     start_over: str | None,
-) -> types.InputRequiredResult | None:
-    """None once the yes is given; a request for input (2026) to return as it is; raises ToolError otherwise."""
+) -> Interim | None:
+    """None once the yes is given; a request for input (2026) or a task (the tasks extension) to answer with as it
+    is; raises ToolError otherwise."""
     gw, decided = call.gw, decided_by(choice)
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
         await ready()
+        request = page.request_for(gw, plan, key, message, choice, wait_seconds)
+        if wants_task(ctx):
+            return await open_task(gw, params, request, call.name, gw.config.approvals.max_tasks_per_caller)
         await call.progress(ASKING)
-        approved = await page.approve(ctx, params, page.request_for(gw, plan, key, message, choice, wait_seconds), gw)
+        approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
         call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})

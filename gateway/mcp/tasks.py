@@ -1,0 +1,272 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, 2026-07-28) on the MCP surface: the methods a client
+follows a task with, and the gateway resuming a task's call once people decided.
+
+A url-mode write from a client that declared the extension on its request is answered with a task at once
+(gateway.write.ask.task). From then on:
+
+    tasks/get      the task as stored, read cheaply (the task and its approval from the store, no backend call):
+                   ``input_required`` with the approval link as a url elicitation while people decide (the status
+                   message says how many approved and until when), ``working`` once they did, then ``completed``
+                   with the call's result inlined (a refusal too: ``isError``), or ``failed`` / ``cancelled``
+    tasks/update   an answer to the link: a decline or cancel cancels the task; an accept changes nothing (only the
+                   page decides)
+    tasks/cancel   before the decision: the plan is ended (no write can follow) and the task cancelled, with an
+                   audit entry; after it, a write cannot be undone, and the task's status message says so
+    resume         every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
+                   or whose wait is over, calls the tool again under the task's lock, as the caller that asked
+                   (gateway.identity.caller.acting_as): a retry with the same key, so the key's claim decides, and
+                   any replica, after any restart, may do it; its answer becomes the task's result
+
+Every method answers only the caller that created the task (anyone else: -32602, as for an unknown id), and only a
+request that declared the extension (else -32021, naming it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from pydantic import Field
+
+from gateway.approvals.lifecycle import State, approval_url, approved_by, state
+from gateway.audit import trail
+from gateway.identity.caller import acting_as, current_caller
+from gateway.mcp.calls import answer, error_code
+from gateway.records import Approval, AuditEntry, Task, next_task_status
+from gateway.runtime import Gateway
+from gateway.text import rfc3339
+from gateway.write.ask.task import EXTENSION, resuming
+
+POLL_SECONDS = 0.5
+"""How often a gateway looks for tasks to resume (and the poll interval it suggests to clients, doubled)."""
+ANSWER_KEY = "approval"
+"""The one input request a task asks: open the approval link."""
+
+log = logging.getLogger(__name__)
+
+
+class TaskParams(types.RequestParams):
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateParams(TaskParams):
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+def register(server: Server[Any], gw: Gateway) -> None:
+    """Advertise the extension and serve its methods on ``server``."""
+    server.extensions[EXTENSION] = {}
+
+    async def get(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+        task = await _own(gw, ctx, params.task_id)
+        approval = await gw.store.get_approval(task.approval_id)
+        return {"resultType": "complete", **detailed(gw, task, approval)}
+
+    async def update(ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> dict[str, Any]:
+        task = await _own(gw, ctx, params.task_id)
+        response = params.input_responses.get(ANSWER_KEY)
+        if isinstance(response, dict) and response.get("action") in ("decline", "cancel"):
+            await cancel_task(gw, task, "the user declined to open the approval page")
+        return {"resultType": "complete"}
+
+    async def cancel(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+        await cancel_task(gw, await _own(gw, ctx, params.task_id), "cancelled by the caller")
+        return {"resultType": "complete"}
+
+    server.add_request_handler("tasks/get", TaskParams, get)
+    server.add_request_handler("tasks/update", UpdateParams, update)
+    server.add_request_handler("tasks/cancel", TaskParams, cancel)
+
+
+def created(task: Task) -> dict[str, Any]:
+    """The CreateTaskResult a call is answered with: the task's fields, flat, with ``resultType: "task"``."""
+    return {"resultType": "task", **_fields(task)}
+
+
+def detailed(gw: Gateway, task: Task, approval: Approval | None) -> dict[str, Any]:
+    """The task as ``tasks/get`` shows it: its status now, the link while people decide, the result once done."""
+    fields = _fields(task)
+    if task.status == "completed":
+        return {**fields, "result": task.result or {}}
+    if task.status == "failed":
+        return {**fields, "error": task.error or {"code": types.INTERNAL_ERROR, "message": "Internal error"}}
+    if task.status == "cancelled" or approval is None:
+        return fields
+    now = gw.clock()
+    waiting = state(approval, now)
+    if waiting is State.PENDING:
+        url = approval_url(gw.approvals_url or "", approval.approval_id)
+        link = {"mode": "url", "message": approval.message, "url": url, "elicitationId": approval.approval_id}
+        so_far = approved_by(approval)
+        message = (
+            f"Waiting for {approval.approvers_needed - len(so_far)} more approval(s) at {url} until"
+            f" {rfc3339(approval.expires_at)}" + (f"; approved so far by {', '.join(so_far)}" if so_far else "")
+        )
+        request = {"method": "elicitation/create", "params": link}
+        return {**fields, "status": "input_required", "statusMessage": message, "inputRequests": {ANSWER_KEY: request}}
+    decided = "approved: the write is being applied" if waiting is State.APPROVED else f"{waiting.value}: ending"
+    return {**fields, "status": "working", "statusMessage": task.message or decided}
+
+
+def _fields(task: Task) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "taskId": task.task_id,
+        "status": task.status,
+        "createdAt": rfc3339(task.created_at),
+        "lastUpdatedAt": rfc3339(task.updated_at),
+        "ttlMs": int((task.expires_at - task.created_at) * 1000),
+        "pollIntervalMs": int(POLL_SECONDS * 2000),
+    }
+    if task.message is not None:
+        fields["statusMessage"] = task.message
+    return fields
+
+
+async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -> Task:
+    """The caller's own live task by id; -32021 when the request did not declare the extension, -32602 for an id
+    this caller has no task under (another caller's included) or whose task expired."""
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or EXTENSION not in (capabilities.extensions or {}):
+        raise MCPError(
+            code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message="Missing required client capability",
+            data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+        )
+    task = await gw.store.get_task(task_id[:128])
+    if task is None or task.caller != current_caller(gw.config.gateway.stdio_caller):
+        raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+    if gw.clock() >= task.expires_at:
+        raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task has expired")
+    return task
+
+
+async def cancel_task(gw: Gateway, task: Task, why: str) -> None:
+    """End a task before its decision: its plan is consumed (so no write can follow) and the task is cancelled,
+    with an audit entry. A write already approved, running or done cannot be undone: the task goes on, and its
+    status message says so."""
+    async with gw.store.lock(_lock_name(task)):
+        current = await gw.store.get_task(task.task_id)
+        if current is None or current.terminal:
+            return
+        approval = await gw.store.get_approval(current.approval_id)
+        now = gw.clock()
+        if approval is not None and state(approval, now) is State.APPROVED:
+            message = "cancel refused: the write was already approved and cannot be undone; it runs to its outcome"
+            await _save(gw, replace(current, message=message, updated_at=now))
+            return
+        await gw.store.consume_plan(current.plan_id)  # False when the plan is already gone: nothing can write
+        entry = AuditEntry(
+            at=now,
+            caller=current.caller,
+            tool=current.tool,
+            outcome="cancelled",
+            plan_id=current.plan_id,
+            idempotency_key=current.key,
+            extra={"task": current.task_id, "why": why},
+        )
+        await trail.append(gw.store, entry)
+        await _save(gw, _moved(current, "cancelled", now, message=f"Nothing was written: {why}."))
+
+
+@asynccontextmanager
+async def resumed(gw: Gateway, poll_seconds: float = POLL_SECONDS) -> AsyncIterator[None]:
+    """Resume this gateway's share of the live tasks in the background while the block runs."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(_resume_forever, gw, poll_seconds)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def _resume_forever(gw: Gateway, poll_seconds: float) -> None:
+    while True:
+        try:
+            await resume_due(gw)
+        except Exception as exc:  # a store that fails now may answer at the next poll
+            log.warning("tasks not resumed this round: %s", type(exc).__name__)
+        await anyio.sleep(poll_seconds)
+
+
+async def resume_due(gw: Gateway) -> None:
+    """Call again every live task whose approval is decided (or whose wait is over)."""
+    now = gw.clock()
+    for task in await gw.store.live_tasks(now):
+        approval = await gw.store.get_approval(task.approval_id)
+        if approval is None or state(approval, now) is not State.PENDING:
+            await resume(gw, task)
+
+
+async def resume(gw: Gateway, task: Task) -> None:
+    """Call the task's tool again as the caller that asked, under the task's lock, and keep the answer as the task's
+    result. An answer that still waits (the approval pending after all) leaves the task as it is."""
+    async with gw.store.lock(_lock_name(task)):
+        current = await gw.store.get_task(task.task_id)
+        if current is None or current.terminal:
+            return
+        await _save(gw, _moved(current, "working", gw.clock()))
+        current = await gw.store.get_task(task.task_id) or current
+        params = types.CallToolRequestParams(name=current.tool, arguments=current.arguments)
+        token = resuming.set(current.task_id)
+        try:
+            with acting_as(current.identity):
+                answered = await answer(gw, _TaskContext.of(current), params)
+        except MCPError as err:
+            error = {"code": err.code, "message": err.error.message}
+            await _save(gw, _moved(current, "failed", gw.clock(), error=error, message=err.error.message))
+            return
+        finally:
+            resuming.reset(token)
+        if not isinstance(answered, types.CallToolResult) or error_code(answered) == "approval_pending":
+            await _save(gw, _moved(current, "input_required", gw.clock()))
+            return
+        result = answered.model_dump(by_alias=True, mode="json", exclude_none=True)
+        code = error_code(answered)
+        message = "the write was applied" if code is None else f"the call ended with {code}"
+        await _save(gw, _moved(current, "completed", gw.clock(), result=result, message=message))
+        log.info("task %s of %s completed (%s)", current.task_id, current.tool, code or "applied")
+
+
+def _moved(task: Task, status: str, now: float, **changes: Any) -> Task:
+    return replace(task, status=next_task_status(task, status), updated_at=now, **changes)
+
+
+async def _save(gw: Gateway, task: Task) -> None:
+    """Store a task changed under its lock; one changed meanwhile by another replica is read and left as it is."""
+    if not await gw.store.replace_task(task):
+        log.warning("task %s changed under its lock; this change (%s) was not stored", task.task_id, task.status)
+
+
+def _lock_name(task: Task) -> str:
+    return "task:" + task.task_id
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What a resumed call sees of a client: none that can be asked anything (it never needs to: the approval is
+    decided), and progress goes nowhere."""
+
+    client_capabilities: types.ClientCapabilities | None = None
+
+    async def report_progress(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _TaskContext:
+    """The request context of a resumed call."""
+
+    session: _Session
+    request_id: str
+    protocol_version: str = "2026-07-28"
+
+    @classmethod
+    def of(cls, task: Task) -> Any:
+        return cls(_Session(), f"task:{task.task_id}")

@@ -1,0 +1,104 @@
+"""A tasks-extension client for the Python SDK's ``Client``: the extension declared on every request, the
+CreateTaskResult a call may answer with, and the task methods sent as the extension's wire spells them.
+
+``Client(..., extensions=[TasksClient()])`` declares ``io.modelcontextprotocol/tasks``; ``call`` returns what the
+server answered (a CreateTaskResult as a dict, or the CallToolResult), and ``get`` / ``update`` / ``cancel`` send
+the task methods. ``resolved`` follows a task to its end, polling as the server suggests.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from pydantic import ConfigDict, Field
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+class _Answer(types.Result):
+    """Any result, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class CreateTaskResult(types.Result):
+    """The task a call is answered with (flat: ``Result & Task``)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    result_type: Literal["task"] = Field("task", alias="resultType")
+    task_id: str = Field(alias="taskId")
+    status: str
+
+
+class TasksClient(ClientExtension):
+    """Declares the extension; a claimed task is followed to its end when the plain ``call_tool`` is used."""
+
+    identifier = EXTENSION
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=_resolve)]
+
+
+async def _resolve(created: CreateTaskResult, context: ClaimContext) -> types.CallToolResult:
+    done = await _follow(context.session, created.task_id)
+    return types.CallToolResult.model_validate(done.get("result") or {"content": [], "isError": True})
+
+
+class _TaskParams(types.RequestParams):
+    task_id: str = Field(alias="taskId")
+    input_responses: dict[str, Any] | None = Field(None, alias="inputResponses")
+
+
+def _request(method: str, task_id: str, responses: dict[str, Any] | None = None) -> Any:
+    class TaskRequest(types.Request[_TaskParams, Any]):
+        params: _TaskParams
+
+    return TaskRequest(method=method, params=_TaskParams(taskId=task_id, inputResponses=responses))
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | types.CallToolResult:
+    """One ``tools/call``: the CreateTaskResult (as a dict) if the server answered with a task, else its result."""
+    answered = await client.session.call_tool(tool, arguments, allow_claimed=True, allow_input_required=False)
+    if isinstance(answered, CreateTaskResult):
+        return answered.model_dump(by_alias=True, mode="json", exclude_none=True)
+    assert isinstance(answered, types.CallToolResult), answered
+    return answered
+
+
+async def get(client: Client, task_id: str) -> dict[str, Any]:
+    """``tasks/get``."""
+    return await _send(client.session, _request("tasks/get", task_id))
+
+
+async def update(client: Client, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
+    """``tasks/update`` with input responses."""
+    return await _send(client.session, _request("tasks/update", task_id, responses))
+
+
+async def cancel(client: Client, task_id: str) -> dict[str, Any]:
+    """``tasks/cancel``."""
+    return await _send(client.session, _request("tasks/cancel", task_id))
+
+
+async def _send(session: Any, request: Any) -> dict[str, Any]:
+    answer = await session.send_request(request, _Answer)
+    return {key: value for key, value in answer.model_dump(by_alias=True, mode="json").items() if key != "_meta"}
+
+
+async def _follow(session: Any, task_id: str, seconds: float = 60) -> dict[str, Any]:
+    with anyio.fail_after(seconds):
+        while True:
+            found = await _send(session, _request("tasks/get", task_id))
+            if found["status"] in TERMINAL:
+                return dict(found)
+            await anyio.sleep(found.get("pollIntervalMs", 500) / 1000)
+
+
+async def resolved(client: Client, task_id: str, seconds: float = 60) -> dict[str, Any]:
+    """``tasks/get`` until the task ends; its last answer."""
+    return await _follow(client.session, task_id, seconds)

@@ -1,0 +1,188 @@
+"""A url-mode write from a client that declared the tasks extension is an MCP task: answered at once, followed with
+``tasks/get``, written once after a person approves (the gateway resumes the call itself), cancellable before the
+decision, bound to its key; a client without the extension keeps today's answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from gateway.approvals.lifecycle import approval_id_for
+from gateway.config import parse_config
+from gateway.http.app import build_app
+from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp.server import build_server
+from gateway.runtime import Gateway
+from tests.support import tasks
+from tests.support.approvals import PageUser, approvals_section, url_mode
+from tests.support.clients import Clock, connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.configs import config_data
+from tests.support.profiles import Profile
+
+pytestmark = pytest.mark.anyio
+PAGE = "https://127.0.0.1:8443"
+
+
+@dataclass
+class World:
+    gw: Gateway
+    db: Path
+    clock: Clock
+    app: Any
+
+
+@pytest.fixture
+async def world(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
+    db = tmp_path / "backend.db"
+    data = config_data(
+        profile, db, *profile.seed_demo, state_dir=tmp_path / "state", tools=url_mode(profile.write_tool)
+    )
+    data["approvals"] = {**approvals_section(PAGE), "max_tasks_per_caller": 2}
+    data["http"] = {"allowed_origins": [PAGE]}
+    clock = Clock()
+    async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
+        yield World(gw, db, clock, build_app(gw))
+
+
+def agent(world: World) -> Client:
+    """A 2026-07-28 client that declares the tasks extension (and no elicitation)."""
+    return Client(build_server(world.gw), extensions=[tasks.TasksClient()])
+
+
+async def decide(world: World, approval_id: str, verdict: str = "approve", who: str = "bob") -> None:
+    user = PageUser(httpx.AsyncClient(transport=httpx.ASGITransport(app=world.app), base_url=PAGE), PAGE)
+    async with user.http:
+        assert (await user.sign_in(who)).status_code == 303
+        assert (await user.decide(approval_id, verdict)).status_code == 303
+
+
+async def test_a_url_mode_write_is_a_task_written_once_after_a_person_approves(world: World, profile: Profile) -> None:
+    before = profile.write_count(world.db), profile.snapshot(world.db, profile.main)
+    async with agent(world) as client:
+        plan = await preview(client, profile)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        created = await tasks.call(client, profile.write_tool, args)
+        assert isinstance(created, dict) and created["resultType"] == "task"
+        assert set(created) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
+        assert "result" not in created and "requestState" not in created
+        waiting = await tasks.get(client, created["taskId"])
+        again = await tasks.call(client, profile.write_tool, args)  # the same key while its task lives
+        await gateway_tasks.resume_due(world.gw)  # nobody decided: nothing to resume
+        assert (profile.write_count(world.db), profile.snapshot(world.db, profile.main)) == before
+        await decide(world, approval_id_for(plan["planId"]))
+        assert (await tasks.get(client, created["taskId"]))["status"] == "working"  # decided, not yet written
+        await gateway_tasks.resume_due(world.gw)
+        done = await tasks.get(client, created["taskId"])
+        replay = await client.call_tool(profile.write_tool, args)
+    assert waiting["status"] == "input_required"
+    link = waiting["inputRequests"]["approval"]["params"]
+    assert (link["mode"], link["url"]) == ("url", f"{PAGE}/approvals/{approval_id_for(plan['planId'])}")
+    assert isinstance(again, dict) and again["taskId"] == created["taskId"]
+    assert done["status"] == "completed" and done["result"]["structuredContent"]["replayed"] is False
+    assert replay.structured_content == {**done["result"]["structuredContent"], "replayed": True}
+    assert profile.write_count(world.db) == before[0] + 1
+    entries = [
+        (e.outcome, e.extra)
+        async for e in world.gw.store.audit_entries()
+        if e.idempotency_key == args["idempotencyKey"]
+    ]
+    assert entries == [("applied", {"mode": "url", "approvers": ["Bob"]}), ("replayed", {})]
+
+
+async def test_a_task_cancelled_before_the_decision_ends_its_plan_and_writes_nothing(
+    world: World, profile: Profile
+) -> None:
+    before = profile.write_count(world.db), profile.snapshot(world.db, profile.main)
+    async with agent(world) as client:
+        plan = await preview(client, profile)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        created = await tasks.call(client, profile.write_tool, args)
+        assert isinstance(created, dict)
+        ack = await tasks.cancel(client, created["taskId"])
+        await decide(world, approval_id_for(plan["planId"]))  # too late: the plan is gone
+        await gateway_tasks.resume_due(world.gw)
+        cancelled = await tasks.get(client, created["taskId"])
+        retried = await client.call_tool(profile.write_tool, {**args, "idempotencyKey": new_key()})
+    assert ack == {"resultType": "complete"}
+    assert cancelled["status"] == "cancelled" and "result" not in cancelled
+    assert error_code(retried) == "plan_not_found"
+    assert (profile.write_count(world.db), profile.snapshot(world.db, profile.main)) == before
+    outcomes = [e.outcome async for e in world.gw.store.audit_entries() if e.idempotency_key == args["idempotencyKey"]]
+    assert outcomes == ["cancelled"]
+
+
+async def test_a_cancel_after_the_approval_cannot_undo_the_write_and_says_so(world: World, profile: Profile) -> None:
+    before = profile.write_count(world.db)
+    async with agent(world) as client:
+        plan = await preview(client, profile)
+        created = await tasks.call(client, profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        assert isinstance(created, dict)
+        await decide(world, approval_id_for(plan["planId"]))
+        await tasks.cancel(client, created["taskId"])
+        refused = await tasks.get(client, created["taskId"])
+        await gateway_tasks.resume_due(world.gw)
+        done = await tasks.get(client, created["taskId"])
+    assert refused["status"] == "working" and "cannot be undone" in refused["statusMessage"]
+    assert done["status"] == "completed" and not done["result"].get("isError")
+    assert profile.write_count(world.db) == before + 1
+
+
+async def test_a_rejected_or_expired_task_completes_as_a_refusal_and_writes_nothing(
+    world: World, profile: Profile
+) -> None:
+    before = profile.write_count(world.db), profile.snapshot(world.db, profile.main)
+    async with agent(world) as client:
+        rejected_plan = await preview(client, profile)
+        args = {"planId": rejected_plan["planId"], "idempotencyKey": new_key()}
+        rejected = await tasks.call(client, profile.write_tool, args)
+        expiring_plan = await preview(client, profile, variant=1)
+        expiring = await tasks.call(
+            client, profile.write_tool, {"planId": expiring_plan["planId"], "idempotencyKey": new_key()}
+        )
+        assert isinstance(rejected, dict) and isinstance(expiring, dict)
+        await decide(world, approval_id_for(rejected_plan["planId"]), "reject")
+        world.clock.offset += 601  # past the second plan (and its approval)
+        await gateway_tasks.resume_due(world.gw)
+        ends = [await tasks.get(client, task["taskId"]) for task in (rejected, expiring)]
+    assert [end["status"] for end in ends] == ["completed", "completed"]
+    assert [end["result"]["isError"] for end in ends] == [True, True]
+    assert (profile.write_count(world.db), profile.snapshot(world.db, profile.main)) == before
+
+
+async def test_a_caller_past_its_live_tasks_is_refused_and_a_client_without_the_extension_keeps_todays_answers(
+    world: World, profile: Profile
+) -> None:
+    before = profile.write_count(world.db)
+    async with agent(world) as client:
+        made = []
+        for target in (profile.main, profile.other, profile.spare):
+            plan = await preview(client, profile, target)
+            made.append(
+                await tasks.call(client, profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+            )
+        task_id = made[0]["taskId"] if isinstance(made[0], dict) else ""
+    assert [isinstance(answer, dict) for answer in made] == [True, True, False]
+    assert isinstance(made[2], types.CallToolResult) and error_code(made[2]) == "too_many_tasks"
+    async with connect(world.gw, "2026-07-28") as plain:
+        plan = await preview(plain, profile)
+        pending = await plain.call_tool(profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        with pytest.raises(MCPError) as raised:
+            await tasks.get(plain, task_id)
+    assert error_code(pending) == "approval_pending" and "url" in error_body(pending)["details"]
+    assert raised.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert profile.write_count(world.db) == before
+
+
+async def test_an_unknown_task_is_not_found(world: World) -> None:
+    async with agent(world) as client:
+        with pytest.raises(MCPError) as raised:
+            await tasks.get(client, "tk_nothing")
+    assert raised.value.code == types.INVALID_PARAMS
