@@ -27,7 +27,8 @@ Atomicity. Each decision that reads and writes is one Lua script, which Redis ru
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
 ``consume_plan`` (delete a plan only while no key holds it), ``create_task`` (only while no live task holds the
-caller's key), ``replace_task``, acquire, renew and unlock are scripts too. A
+caller's key), ``replace`` (an approval or a task, only at the revision read), acquire, renew and unlock are
+scripts too. A
 script retried after a lost reply recognises its own earlier effect. The scripts that change a key's state
 (claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets their
 event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
@@ -217,12 +218,13 @@ redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
 return ARGV[1]
 """
 
-# KEYS: approval. ARGV: the rev it was read at, the new body. Returns 1 when replaced.
-REPLACE_APPROVAL = """
+# KEYS: an approval or a task. ARGV: the rev it was read at, the new body, then field/value pairs stored beside it
+# (a task's status). Returns 1 when replaced.
+REPLACE = """
 if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1))
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1), unpack(ARGV, 3))
 return 1
 """
 
@@ -242,15 +244,6 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[2], KEYS[1], 'PXAT', ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[3], KEYS[1])
 return ARGV[1]
-"""
-
-# KEYS: task. ARGV: the rev it was read at, the new body, the new status. Returns 1 when replaced.
-REPLACE_TASK = """
-if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1), 'status', ARGV[3])
-return 1
 """
 
 # KEYS: lock, fence. ARGV: this acquirer's random part, lease ms.
@@ -322,9 +315,8 @@ class RedisStore:
                 ("renew", RENEW),
                 ("unlock", UNLOCK),
                 ("put_approval", PUT_APPROVAL),
-                ("replace_approval", REPLACE_APPROVAL),
+                ("replace", REPLACE),
                 ("create_task", CREATE_TASK),
-                ("replace_task", REPLACE_TASK),
             ]
         }
         self._local = KeyedLocks()
@@ -541,21 +533,14 @@ class RedisStore:
 
     async def replace_approval(self, approval: Approval) -> bool:
         changed = codec.dump(dataclasses.replace(approval, rev=approval.rev + 1))
-        replaced = await self._script(
-            "replace_approval", [self._approval_key(approval.approval_id)], [str(approval.rev), changed]
+        return bool(
+            await self._script("replace", [self._approval_key(approval.approval_id)], [str(approval.rev), changed])
         )
-        return bool(replaced)
 
     async def open_approvals(self, now: float) -> list[Approval]:
-        await self._call(self._redis.zremrangebyscore(self._approvals, "-inf", repr(now - TOMBSTONE_SECONDS)))
-        names = await self._call(self._redis.zrangebyscore(self._approvals, f"({now!r}", "+inf"))
-        if not names:
-            return []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.hget(cast(str, name), "body")
-            bodies = await self._call(pipe.execute())
-        found = [codec.load(Approval, cast(str, body)) for body in bodies if body is not None]
+        found = [
+            codec.load(Approval, body) for body in await self._indexed(self._approvals, now, now - TOMBSTONE_SECONDS)
+        ]
         return sorted(found, key=lambda approval: approval.requested_at, reverse=True)
 
     async def create_task(self, task: Task) -> Task:
@@ -572,22 +557,25 @@ class RedisStore:
 
     async def replace_task(self, task: Task) -> bool:
         changed = codec.dump(dataclasses.replace(task, rev=task.rev + 1))
-        replaced = await self._script(
-            "replace_task", [self._task_key(task.task_id)], [str(task.rev), changed, task.status]
-        )
-        return bool(replaced)
+        args = [str(task.rev), changed, "status", task.status]
+        return bool(await self._script("replace", [self._task_key(task.task_id)], args))
 
     async def live_tasks(self, now: float) -> list[Task]:
-        await self._call(self._redis.zremrangebyscore(self._tasks, "-inf", repr(now)))
-        names = await self._call(self._redis.zrangebyscore(self._tasks, f"({now!r}", "+inf"))
+        found = [codec.load(Task, body) for body in await self._indexed(self._tasks, now, now)]
+        return sorted((task for task in found if not task.terminal), key=lambda task: task.created_at)
+
+    async def _indexed(self, index: str, after: float, trim_before: float) -> list[str]:
+        """The bodies of the hashes an expiry index names with an expiry after ``after``, once the index is trimmed
+        of names that expired before ``trim_before``."""
+        await self._call(self._redis.zremrangebyscore(index, "-inf", repr(trim_before)))
+        names = await self._call(self._redis.zrangebyscore(index, f"({after!r}", "+inf"))
         if not names:
             return []
         async with self._redis.pipeline(transaction=False) as pipe:
             for name in names:
                 pipe.hget(cast(str, name), "body")
             bodies = await self._call(pipe.execute())
-        found = [codec.load(Task, cast(str, body)) for body in bodies if body is not None]
-        return sorted((task for task in found if not task.terminal), key=lambda task: task.created_at)
+        return [cast(str, body) for body in bodies if body is not None]
 
     async def close(self) -> None:
         await self._redis.aclose()
