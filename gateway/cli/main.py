@@ -12,6 +12,8 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -288,13 +290,21 @@ def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None
 def stdio_refusal(config: GatewayConfig) -> str | None:
     """Why the gateway will not serve over stdio with this config, or None."""
     url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]
-    if url_tools and config.approvals.public_url is None:
+    if url_tools and page_listen(config) == "127.0.0.1:0" and config.approvals.login == "oidc":
         return (
-            f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and over "
-            "stdio this process serves no approval page: set approvals.public_url to the address of a gateway that "
-            "serves it over HTTP on the same store"
+            f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and the "
+            "page this stdio process serves on a free loopback port cannot be registered at an identity provider: "
+            "set approvals.page_listen to a fixed loopback port and approvals.public_url to its address"
         )
     return None
+
+
+def page_listen(config: GatewayConfig) -> str | None:
+    """Where ``serve --stdio`` serves the approval page itself, or None when the gateway at ``public_url`` does."""
+    approvals = config.approvals
+    if approvals.page_listen is not None:
+        return approvals.page_listen
+    return "127.0.0.1:0" if approvals.public_url is None else None
 
 
 def lease_refusal(config: GatewayConfig) -> str | None:
@@ -381,8 +391,40 @@ async def serve_stdio(config: GatewayConfig) -> None:
     async with open_gateway(config, serving=serving("over stdio")) as gw:
         await recover(gw)
         server = build_server(gw)
-        async with tasks.resumed(gw), stdio_server() as (read_stream, write_stream):
+        async with tasks.resumed(gw), approval_page(gw), stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@asynccontextmanager
+async def approval_page(gw: Gateway) -> AsyncIterator[None]:
+    """Beside ``serve --stdio``: the approval page on a loopback port (``page_listen``) when a tool can ask for
+    people and no other gateway serves the page; its address is logged on stderr, and links point there unless
+    ``approvals.public_url`` names it otherwise."""
+    import anyio
+    import uvicorn
+
+    from gateway.http.app import build_page_app
+    from gateway.http.listen import bound_socket
+
+    config = gw.config
+    url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]
+    listen = page_listen(config)
+    if not url_tools or listen is None:
+        yield
+        return
+    host, _, port = listen.rpartition(":")
+    sock = bound_socket(host.strip("[]"), int(port))
+    bound_port = sock.getsockname()[1]
+    gw.served_at = f"http://{host}:{bound_port}"
+    server = uvicorn.Server(uvicorn.Config(build_page_app(gw), log_config=None, access_log=False, lifespan="off"))
+    log.info("approval page at %s/approvals (for %s)", gw.served_at, ", ".join(url_tools))
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve, [sock])
+        try:
+            yield
+        finally:
+            server.should_exit = True
+            group.cancel_scope.cancel()
 
 
 async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool = False) -> None:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gateway.config.loopback import is_loopback
 from gateway.config.sections import Model, require_secure
 
 RULE_VARIABLES: dict[str, Any] = {
@@ -155,9 +156,28 @@ class ApprovalsSection(Model):
     approvers: ApproverRule = ApproverRule()
     max_pending_per_caller: int = Field(20, ge=1)
     """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
+    page_listen: str | None = None
+    """Where ``serve --stdio`` serves the approval page itself: a loopback HOST:PORT (port 0: a free one, printed
+    on stderr at start). Unset: 127.0.0.1 on a free port when ``public_url`` is unset too, else no page here (the
+    gateway at ``public_url`` serves it on the same store)."""
     max_tasks_per_caller: int = Field(20, ge=1)
     """How many live MCP tasks (url-mode writes a client follows as tasks) one caller may have; a write past it is
     refused (too_many_tasks)."""
+
+    @field_validator("page_listen")
+    @classmethod
+    def _page_on_loopback(cls, listen: str | None) -> str | None:
+        if listen is None:
+            return None
+        host, _, port = listen.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"{listen!r} is not HOST:PORT")
+        if not is_loopback(host):
+            raise ValueError(
+                f"{host!r} is not a loopback address: a page served beside stdio answers this machine only"
+            )
+        return listen
 
     @field_validator("public_url")
     @classmethod

@@ -116,6 +116,24 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
     )
 
 
+def build_page_app(gw: Gateway) -> Starlette:
+    """The approval page alone (and its health check), for ``serve --stdio``: the page its url-mode writes link
+    to, on a loopback port, with no MCP endpoint beside it (MCP is on stdio)."""
+    from gateway.http.page.routes import ApprovalPage
+
+    page = ApprovalPage(gw)
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    edge = Middleware(EdgeGuard, settings=security_settings(gw.config), refuse_relayed=True)
+    return Starlette(
+        routes=[Route("/healthz", healthz), *page.routes()],
+        middleware=[edge, Middleware(BodyCap)],
+        exception_handlers={StoreUnavailable: page.store_unavailable},
+    )
+
+
 async def _backends_answer(gw: Gateway) -> dict[str, bool]:
     answers: dict[str, bool] = {}
 
