@@ -15,7 +15,8 @@ A url-mode write from a client that declared the extension on its request is ans
     resume         every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
                    or whose wait is over, calls the tool again under the task's lock, as the caller that asked
                    (gateway.identity.caller.acting_as): a retry with the same key, so the key's claim decides, and
-                   any replica, after any restart, may do it; its answer becomes the task's result
+                   any replica, after any restart, may do it; its answer becomes the task's result, except a
+                   ``backend_unavailable`` (nothing sent, the key free), which is tried again every RETRY_SECONDS
 
 Every method answers only the caller that created the task (anyone else: -32602, as for an unknown id), and only a
 request that declared the extension (else -32021, naming it).
@@ -48,6 +49,10 @@ POLL_SECONDS = 0.5
 """How often a gateway looks for tasks to resume (and the poll interval it suggests to clients, doubled)."""
 ANSWER_KEY = "approval"
 """The one input request a task asks: open the approval link."""
+TRY_AGAIN = frozenset({"backend_unavailable"})
+"""A resumed call's refusals that sent nothing and leave the key free: the task stays and is tried again."""
+RETRY_SECONDS = 5.0
+"""How long a task waits between tries after such a refusal."""
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +204,8 @@ async def resume_due(gw: Gateway) -> None:
     """Call again every live task whose approval is decided (or whose wait is over)."""
     now = gw.clock()
     for task in await gw.store.live_tasks(now):
+        if task.status == "working" and now - task.updated_at < RETRY_SECONDS:
+            continue  # being resumed by another replica, or waiting to try again
         approval = await gw.store.get_approval(task.approval_id)
         if approval is None or state(approval, now) is not State.PENDING:
             await resume(gw, task)
@@ -224,11 +231,16 @@ async def resume(gw: Gateway, task: Task) -> None:
             return
         finally:
             resuming.reset(token)
-        if not isinstance(answered, types.CallToolResult) or error_code(answered) == "approval_pending":
+        code = error_code(answered) if isinstance(answered, types.CallToolResult) else "approval_pending"
+        if code == "approval_pending":  # still waiting after all (another replica's view was ahead of this one)
             await _save(gw, _moved(current, "input_required", gw.clock()))
             return
+        if code in TRY_AGAIN:  # nothing was sent and the key is free: the next round tries again
+            message = f"{code}: nothing was sent; trying again every {RETRY_SECONDS:g} s until the plan expires"
+            await _save(gw, _moved(current, "working", gw.clock(), message=message))
+            return
+        assert isinstance(answered, types.CallToolResult)
         result = answered.model_dump(by_alias=True, mode="json", exclude_none=True)
-        code = error_code(answered)
         message = "the write was applied" if code is None else f"the call ended with {code}"
         await _save(gw, _moved(current, "completed", gw.clock(), result=result, message=message))
         log.info("task %s of %s completed (%s)", current.task_id, current.tool, code or "applied")

@@ -8,6 +8,7 @@ the task methods. ``resolved`` follows a task to its end, polling as the server 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
@@ -90,11 +91,13 @@ async def _send(session: Any, request: Any) -> dict[str, Any]:
     return {key: value for key, value in answer.model_dump(by_alias=True, mode="json").items() if key != "_meta"}
 
 
-async def _follow(session: Any, task_id: str, seconds: float = 60) -> dict[str, Any]:
+async def _follow(
+    session: Any, task_id: str, seconds: float = 60, done: Callable[[dict[str, Any]], bool] | None = None
+) -> dict[str, Any]:
     with anyio.fail_after(seconds):
         while True:
             found = await _send(session, _request("tasks/get", task_id))
-            if found["status"] in TERMINAL:
+            if found["status"] in TERMINAL if done is None else done(found):
                 return dict(found)
             await anyio.sleep(found.get("pollIntervalMs", 500) / 1000)
 
@@ -102,3 +105,10 @@ async def _follow(session: Any, task_id: str, seconds: float = 60) -> dict[str, 
 async def resolved(client: Client, task_id: str, seconds: float = 60) -> dict[str, Any]:
     """``tasks/get`` until the task ends; its last answer."""
     return await _follow(client.session, task_id, seconds)
+
+
+async def seen(
+    client: Client, task_id: str, done: Callable[[dict[str, Any]], bool], seconds: float = 30
+) -> dict[str, Any]:
+    """``tasks/get`` until ``done`` holds for its answer; that answer."""
+    return await _follow(client.session, task_id, seconds, done)

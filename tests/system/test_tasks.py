@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import httpx2
@@ -24,7 +25,7 @@ from tests.support import tasks
 from tests.support.approvals import TOKENS, approvals_section, url_mode
 from tests.support.clients import new_key, preview
 from tests.support.configs import config_data, write_toml
-from tests.support.processes import free_port, serve
+from tests.support.processes import free_port, http_backend, serve
 from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +34,7 @@ CALLERS = {name: {"sha256": hashlib.sha256(name.encode()).hexdigest(), "client_i
 SECRET = {**os.environ, "GATEWAY_SECRET_KEY": "tasks-tests-shared-secret-key-0123456789abcdef"}
 
 
-def config(tmp: Path, store: str, port: int, name: str = "gateway.toml") -> Path:
+def config(tmp: Path, store: str, port: int, name: str = "gateway.toml", backend: dict[str, Any] | None = None) -> Path:
     data = config_data(
         TENANTS,
         tmp / "backend.db",
@@ -41,6 +42,7 @@ def config(tmp: Path, store: str, port: int, name: str = "gateway.toml") -> Path
         store=store,
         state_dir=tmp / "state",
         tools=url_mode("reset_tenant", timeout=5),
+        backend=backend,
     )
     data["auth"] = {
         "verifier": "static",
@@ -120,4 +122,27 @@ async def test_two_replicas_on_redis_answer_one_task_and_write_once(tmp_path: Pa
         on_first = await tasks.get(first, created["taskId"])
     assert seen["status"] == "input_required" and on_first == done
     assert done["status"] == "completed" and not done["result"].get("isError")
+    assert TENANTS.write_count(db) == 1
+
+
+async def test_a_task_approved_while_its_backend_is_down_writes_once_the_backend_is_back(tmp_path: Path) -> None:
+    port, backend_port = free_port(), free_port()
+    backend = {"transport": "http", "url": f"http://127.0.0.1:{backend_port}/mcp", "call_timeout_seconds": 5}
+    path = config(tmp_path, f"sqlite:{tmp_path}/gateway.db", port, backend=backend)
+    db = tmp_path / "backend.db"
+    async with AsyncExitStack() as gateway_stack:
+        async with http_backend(TENANTS, db, backend_port, *TENANTS.seed_demo):
+            await gateway_stack.enter_async_context(gateway(path, port))
+            alice = await gateway_stack.enter_async_context(agent(port, "alice"))
+            plan = await preview(alice, TENANTS)
+            created = await tasks.call(alice, "reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+            assert isinstance(created, dict)
+        await approve(port, approval_id_for(plan["planId"]))  # the backend is gone
+        waiting = await tasks.seen(
+            alice, created["taskId"], lambda t: "backend_unavailable" in t.get("statusMessage", "")
+        )
+        async with http_backend(TENANTS, db, backend_port):  # back, on the same database
+            done = await tasks.resolved(alice, created["taskId"])
+    assert waiting["status"] == "working"
+    assert done["status"] == "completed" and not done["result"].get("isError"), done
     assert TENANTS.write_count(db) == 1
