@@ -6,7 +6,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from cachetools import TLRUCache
 
@@ -31,6 +31,18 @@ MAX_ITEMS = 1_000_000
 
 def _until(_key: Any, value: tuple[Any, float], _now: float) -> float:
     return value[1]
+
+
+Revised = TypeVar("Revised", Approval, Task)
+
+
+def _replace_at_rev(kept: TLRUCache[str, tuple[Revised, float]], name: str, record: Revised) -> bool:
+    """Store ``record`` with ``rev + 1`` if the kept one is still at ``record.rev``."""
+    found = kept.get(name)
+    if found is None or found[0].rev != record.rev:
+        return False
+    kept[name] = (replace(record, rev=record.rev + 1), found[1])
+    return True
 
 
 class MemoryStore:
@@ -163,11 +175,7 @@ class MemoryStore:
         return found[0] if found is not None else None
 
     async def replace_approval(self, approval: Approval) -> bool:
-        found = self._approvals.get(approval.approval_id)
-        if found is None or found[0].rev != approval.rev:
-            return False
-        self._approvals[approval.approval_id] = (replace(approval, rev=approval.rev + 1), found[1])
-        return True
+        return _replace_at_rev(self._approvals, approval.approval_id, approval)
 
     async def open_approvals(self, now: float) -> list[Approval]:
         live = [approval for approval, _ in list(self._approvals.values()) if approval.expires_at > now]
@@ -186,11 +194,7 @@ class MemoryStore:
         return found[0] if found is not None else None
 
     async def replace_task(self, task: Task) -> bool:
-        found = self._tasks.get(task.task_id)
-        if found is None or found[0].rev != task.rev:
-            return False
-        self._tasks[task.task_id] = (replace(task, rev=task.rev + 1), found[1])
-        return True
+        return _replace_at_rev(self._tasks, task.task_id, task)
 
     async def live_tasks(self, now: float) -> list[Task]:
         live = [task for task, _ in list(self._tasks.values()) if not task.terminal and task.expires_at > now]

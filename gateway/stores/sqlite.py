@@ -452,16 +452,7 @@ def _get_approval(db: sqlite3.Connection, approval_id: str) -> Approval | None:
 
 
 def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
-    changed = replace(approval, rev=approval.rev + 1)
-
-    def steps(db: sqlite3.Connection) -> bool:
-        cursor = db.execute(
-            "UPDATE approvals SET body = ?, rev = ? WHERE approval_id = ? AND rev = ?",
-            (codec.dump(changed), changed.rev, approval.approval_id, approval.rev),
-        )
-        return cursor.rowcount == 1
-
-    return _transaction(db, steps)
+    return _replace_at_rev(db, "approvals", "approval_id", approval.approval_id, approval)
 
 
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
@@ -507,12 +498,21 @@ def _get_task(db: sqlite3.Connection, task_id: str) -> Task | None:
 
 
 def _replace_task(db: sqlite3.Connection, task: Task) -> bool:
-    changed = replace(task, rev=task.rev + 1)
+    return _replace_at_rev(db, "tasks", "task_id", task.task_id, task, status=task.status)
+
+
+def _replace_at_rev(
+    db: sqlite3.Connection, table: str, id_column: str, record_id: str, record: Approval | Task, **columns: str
+) -> bool:
+    """Store ``record`` with ``rev + 1`` (and the ``columns`` kept beside its body) if the stored one is still at
+    ``record.rev``, in one transaction; the table and column names are this module's own, never a caller's."""
+    changed = replace(record, rev=record.rev + 1)
+    sets = "".join(f", {column} = ?" for column in columns)
 
     def steps(db: sqlite3.Connection) -> bool:
         cursor = db.execute(
-            "UPDATE tasks SET body = ?, status = ?, rev = ? WHERE task_id = ? AND rev = ?",
-            (codec.dump(changed), changed.status, changed.rev, task.task_id, task.rev),
+            f"UPDATE {table} SET body = ?, rev = ?{sets} WHERE {id_column} = ? AND rev = ?",
+            (codec.dump(changed), changed.rev, *columns.values(), record_id, record.rev),
         )
         return cursor.rowcount == 1
 
