@@ -101,3 +101,17 @@ def error_code(result: types.CallToolResult) -> str | None:
         return None
     block = result.content[0] if result.content else None
     return str(json.loads(block.text)["code"]) if isinstance(block, types.TextContent) else "error"
+
+
+def outcome_label(result: Answered) -> str:
+    """A call's outcome for metrics and logs: an error code, applied / replayed, input_required, task, or ok."""
+    if isinstance(result, types.InputRequiredResult):
+        return "input_required"
+    if isinstance(result, Task):
+        return "task"
+    if result.is_error:
+        return error_code(result) or "error"
+    body = result.structured_content or {}
+    if "replayed" in body:
+        return "replayed" if body["replayed"] else "applied"
+    return "ok"

@@ -25,7 +25,7 @@ from gateway.errors import ToolError
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.principal import readable
 from gateway.mcp import tasks
-from gateway.mcp.calls import Answered, answer, error_code
+from gateway.mcp.calls import answer, outcome_label
 from gateway.observability import logs, tracing
 from gateway.records import Task
 from gateway.runtime import Gateway
@@ -104,20 +104,6 @@ def build_server(gw: Gateway) -> Server[Any]:
     security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
     server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
     return server
-
-
-def outcome_label(result: Answered) -> str:
-    """A call's outcome for metrics and logs: an error code, applied / replayed, input_required, task, or ok."""
-    if isinstance(result, types.InputRequiredResult):
-        return "input_required"
-    if isinstance(result, Task):
-        return "task"
-    if result.is_error:
-        return error_code(result) or "error"
-    body = result.structured_content or {}
-    if "replayed" in body:
-        return "replayed" if body["replayed"] else "applied"
-    return "ok"
 
 
 def _longest_prompt(gw: Gateway) -> float:

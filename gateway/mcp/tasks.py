@@ -39,7 +39,7 @@ from pydantic import Field
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
 from gateway.audit import trail
 from gateway.identity.caller import acting_as, current_caller
-from gateway.mcp.calls import answer, error_code
+from gateway.mcp.calls import answer, error_code, outcome_label
 from gateway.records import Approval, AuditEntry, Task, next_task_status
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
@@ -231,6 +231,7 @@ async def resume(gw: Gateway, task: Task) -> None:
             return
         finally:
             resuming.reset(token)
+        gw.metrics.calls.labels(current.tool, outcome_label(answered)).inc()
         code = error_code(answered) if isinstance(answered, types.CallToolResult) else "approval_pending"
         if code == "approval_pending":  # still waiting after all (another replica's view was ahead of this one)
             await _save(gw, _moved(current, "input_required", gw.clock()))

@@ -1,6 +1,7 @@
 """Prometheus metrics, one registry per gateway (so several gateways in one process never share counters).
 
-gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, or an error code
+gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, task, or an error
+                                                code (a task's resumed call counted again with its own outcome)
 gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
 gateway_backend_call_seconds{action, result, backend}   result: ok, error (isError), lost, unavailable;
                                                  action: a god-tool action or a pass-through tool's name
