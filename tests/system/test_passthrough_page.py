@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -75,6 +76,14 @@ async def site(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
             yield Site(url, f"{url}/mcp", provider, tenants_db.with_name(f"{FLAGS.name}.db"), store, chrome)
 
 
+async def both_backends_up(client: Client) -> None:
+    """Until ``tools/list`` has the flags backend's tool: each list retries a backend that is not up yet (a
+    loaded machine may start the second stdio child late)."""
+    with anyio.fail_after(60):
+        while "describe_flag" not in {tool.name for tool in (await client.list_tools()).tools}:  # noqa: ASYNC110
+            await anyio.sleep(0.5)
+
+
 def description(db: Path) -> str:
     with sqlite3.connect(db) as conn:
         return str(conn.execute("SELECT description FROM flags WHERE key = ?", (FLAGS.main,)).fetchone()[0])
@@ -102,7 +111,7 @@ async def test_a_passthrough_write_waits_for_a_signed_in_person_and_writes_once(
     args = {"key": FLAGS.main, "description": text, "idempotencyKey": new_key()}
     agent = Client(streamable_http_client(f"{site.url}/mcp", http_client=http), mode=mode, elicitation_callback=None)
     async with agent as client:
-        assert "describe_flag" in {tool.name for tool in (await client.list_tools()).tools}  # both backends are up
+        await both_backends_up(client)
         before = FLAGS.write_count(site.flags_db)
         pending = await client.call_tool("describe_flag", args)  # no url elicitation declared: the link as a refusal
         assert error_code(pending) == "approval_pending"
