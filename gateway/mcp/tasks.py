@@ -6,10 +6,13 @@ A url-mode write from a client that declared the extension on its request is ans
 
     tasks/get      the task as stored, read cheaply (the task and its approval from the store, no backend call):
                    ``input_required`` with the approval link as a url elicitation while people decide (the status
-                   message says how many approved and until when), ``working`` once they did, then ``completed``
-                   with the call's result inlined (a refusal too: ``isError``), or ``failed`` / ``cancelled``
-    tasks/update   an answer to the link: a decline or cancel cancels the task; an accept changes nothing (only the
-                   page decides)
+                   message says how many approved and until when), ``working`` once the client answered the link
+                   or people decided, then ``completed`` with the call's result inlined (a refusal too:
+                   ``isError``), or ``failed`` / ``cancelled``
+    tasks/update   an answer to the link: a decline or cancel cancels the task; an accept only answers it (the
+                   page decides), so the task shows ``working`` and the answered request is not asked again (the
+                   extension asks each input key once: a client that does not deduplicate keys would answer it
+                   again at every poll)
     tasks/cancel   before the decision: the plan is ended (no write can follow) and the task cancelled, with an
                    audit entry; after it, a write cannot be undone, and the task's status message says so
     resume         every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
@@ -77,8 +80,11 @@ def register(server: Server[Any], gw: Gateway) -> None:
     async def update(ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> dict[str, Any]:
         task = await _own(gw, ctx, params.task_id)
         response = params.input_responses.get(ANSWER_KEY)
-        if isinstance(response, dict) and response.get("action") in ("decline", "cancel"):
+        action = response.get("action") if isinstance(response, dict) else None
+        if action in ("decline", "cancel"):
             await cancel_task(gw, task, "the user declined to open the approval page")
+        elif action == "accept":
+            await _link_answered(gw, task)
         return {"resultType": "complete"}
 
     async def cancel(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
@@ -114,6 +120,8 @@ def detailed(gw: Gateway, task: Task, approval: Approval | None) -> dict[str, An
             f"Waiting for {approval.approvers_needed - len(so_far)} more approval(s) at {url} until"
             f" {rfc3339(approval.expires_at)}" + (f"; approved so far by {', '.join(so_far)}" if so_far else "")
         )
+        if task.status != "input_required":  # the client answered the link: people decide, it is not asked again
+            return {**fields, "status": "working", "statusMessage": message}
         request = {"method": "elicitation/create", "params": link}
         return {**fields, "status": "input_required", "statusMessage": message, "inputRequests": {ANSWER_KEY: request}}
     decided = "approved: the write is being applied" if waiting is State.APPROVED else f"{waiting.value}: ending"
@@ -150,6 +158,14 @@ async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -
     if gw.clock() >= task.expires_at:
         raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task has expired")
     return task
+
+
+async def _link_answered(gw: Gateway, task: Task) -> None:
+    """The client answered the approval link (the person opens it): the task is ``working`` while people decide."""
+    async with gw.store.lock(_lock_name(task)):
+        current = await gw.store.get_task(task.task_id)
+        if current is not None and current.status == "input_required":
+            await _save(gw, _moved(current, "working", gw.clock()))
 
 
 async def cancel_task(gw: Gateway, task: Task, why: str) -> None:

@@ -119,6 +119,42 @@ async def test_a_task_cancelled_before_the_decision_ends_its_plan_and_writes_not
     assert outcomes == ["cancelled"]
 
 
+async def test_an_answered_link_is_not_asked_again_and_a_declined_one_ends_the_task(
+    world: World, profile: Profile
+) -> None:
+    """A client that answered the approval link (tasks/update, accept) sees its task working while people decide,
+    never the answered request again (the extension asks each input key once); a declined link ends the task."""
+    before = profile.write_count(world.db)
+    async with agent(world) as client:
+        plan = await preview(client, profile)
+        opened = await tasks.call(client, profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        other = await preview(client, profile, profile.other)
+        declined = await tasks.call(
+            client, profile.write_tool, {"planId": other["planId"], "idempotencyKey": new_key()}
+        )
+        assert isinstance(opened, dict) and isinstance(declined, dict)
+        acks = [
+            await tasks.update(client, opened["taskId"], {"approval": {"action": "accept"}}),
+            await tasks.update(client, declined["taskId"], {"approval": {"action": "decline"}}),
+            await tasks.update(client, opened["taskId"], {"approval": {"action": "accept"}}),  # answered: ignored
+        ]
+        waiting = await tasks.get(client, opened["taskId"])
+        await gateway_tasks.resume_due(world.gw)  # nobody decided: nothing to resume
+        still = await tasks.get(client, opened["taskId"])
+        ended = await tasks.get(client, declined["taskId"])
+        written_before_the_decision = profile.write_count(world.db)
+        await decide(world, approval_id_for(plan["planId"]))
+        await gateway_tasks.resume_due(world.gw)
+        done = await tasks.get(client, opened["taskId"])
+    assert acks == [{"resultType": "complete"}] * 3
+    assert waiting["status"] == still["status"] == "working" and "inputRequests" not in waiting
+    assert f"/approvals/{approval_id_for(plan['planId'])}" in waiting["statusMessage"]
+    assert ended["status"] == "cancelled"
+    assert written_before_the_decision == before
+    assert done["status"] == "completed" and not done["result"].get("isError")
+    assert profile.write_count(world.db) == before + 1
+
+
 async def test_a_cancel_after_the_approval_cannot_undo_the_write_and_says_so(world: World, profile: Profile) -> None:
     before = profile.write_count(world.db)
     async with agent(world) as client:

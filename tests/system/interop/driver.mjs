@@ -2,17 +2,23 @@
 //
 //   node driver.mjs sdk1 URL      @modelcontextprotocol/sdk 1.x: the 2025-11-25 wire, elicitation/create pushed over SSE
 //   node driver.mjs client2 URL   @modelcontextprotocol/client 2.x pinned to 2026-07-28: InputRequiredResult rounds
+//   node driver.mjs tasks2 URL    client2 with an @modelcontextprotocol/ext-tasks session over it: the tasks extension
+//                                 (io.modelcontextprotocol/tasks) declared on its calls, tasks/get polled for it
 //
 // Protocol: one JSON command per line on stdin, one JSON answer per line on stdout (nothing else is written to
 // stdout). Commands: {"op": "info"} | {"op": "listTools"} | {"op": "close"}
 // | {"op": "call", "name", "arguments", "answer": "accept" | "decline" | "cancel"}.
+// tasks2 adds, through its ext-tasks session: {"op": "taskCall", "name", "arguments"} (a task's id, or an immediate
+// result), {"op": "taskInput", "taskId"} (waits for the input the task asked for: its url elicitation, which this
+// client accepts without opening it: the test's browser does), {"op": "taskSettle", "taskId"} (waits for the
+// outcome; every status seen on the way) and {"op": "taskCancel", "taskId"}.
 // Every answer carries "prompts" (the elicitation messages this client was shown while serving the command) and
 // "wire" (a summary of every HTTP request the client sent meanwhile), so the test can tell how the user was asked.
 import { createInterface } from 'node:readline';
 
 const [kind, url] = process.argv.slice(2);
-if (!['sdk1', 'client2'].includes(kind) || !url) {
-  process.stderr.write('usage: node driver.mjs sdk1|client2 URL\n');
+if (!['sdk1', 'client2', 'tasks2'].includes(kind) || !url) {
+  process.stderr.write('usage: node driver.mjs sdk1|client2|tasks2 URL\n');
   process.exit(2);
 }
 
@@ -27,6 +33,10 @@ function summarise(message) {
       kind: message.id === undefined ? 'notification' : 'request',
       method: message.method,
       ...(params.name ? { name: params.name } : {}),
+      ...(params.taskId ? { taskId: params.taskId } : {}),
+      ...(params._meta?.['io.modelcontextprotocol/clientCapabilities']?.extensions
+        ? { extensions: Object.keys(params._meta['io.modelcontextprotocol/clientCapabilities'].extensions) }
+        : {}),
       ...(params.inputResponses ? { inputResponses: Object.keys(params.inputResponses) } : {}),
       ...(params.requestState ? { requestState: true } : {}),
     };
@@ -40,6 +50,8 @@ async function recordingFetch(input, init = {}) {
   const entry = {
     http: init.method ?? 'GET',
     protocolVersion: headers.get('mcp-protocol-version'),
+    mcpMethod: headers.get('mcp-method'),
+    mcpName: headers.get('mcp-name'),
     session: headers.has('mcp-session-id'),
     messages: [],
   };
@@ -76,14 +88,11 @@ async function connectSdk1() {
   };
 }
 
-async function connectClient2() {
+async function connectClient2(name = 'interop-client2', capabilities = { elicitation: { form: {} } }) {
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
   const client = new Client(
-    { name: 'interop-client2', version: '1.0.0' },
-    {
-      capabilities: { elicitation: { form: {} } },
-      versionNegotiation: { mode: { pin: '2026-07-28' } },
-    },
+    { name, version: '1.0.0' },
+    { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } },
   );
   client.setRequestHandler('elicitation/create', async (request) => onElicit(request.params));
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
@@ -93,6 +102,114 @@ async function connectClient2() {
     protocolVersion: () => client.getNegotiatedProtocolVersion(),
     sessionId: () => transport.sessionId ?? null,
   };
+}
+
+// --- tasks2: an ext-tasks session over client2 ----------------------------------------------------------------
+
+const tasks = new Map(); // taskId -> { execution, statuses, settled }
+const inputs = []; // every input request a task asked this client for, in order
+const inputWaiters = new Map(); // taskId -> resolve, for taskInput
+
+// The host's own request coordinator that ext-tasks needs for 2026-07-28 task traffic (the SDK Client's codecs
+// know no tasks/* methods and no resultType "task"): a second transport of the same SDK, whose requests this
+// coordinator numbers and matches to their responses. The SDK transport sets the 2026 headers from the framed
+// body (MCP-Protocol-Version, Mcp-Method, and Mcp-Name = params.name or params.taskId).
+async function rawCoordinator() {
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+  const pending = new Map();
+  let next = 0;
+  transport.onmessage = (message) => {
+    const settle = pending.get(message.id);
+    if (settle === undefined) return; // a notification: nothing here waits for one
+    pending.delete(message.id);
+    settle(message.error ? { kind: 'error', error: message.error } : { kind: 'result', result: message.result });
+  };
+  await transport.start();
+  const dispatch = (request, options = {}) =>
+    new Promise((resolve, reject) => {
+      next += 1;
+      const id = `raw-${next}`;
+      pending.set(id, resolve);
+      options.signal?.addEventListener('abort', () => {
+        pending.delete(id);
+        reject(options.signal.reason);
+      });
+      transport.send({ jsonrpc: '2.0', id, ...request }).catch((err) => {
+        pending.delete(id);
+        reject(err);
+      });
+    });
+  return { dispatch, close: () => transport.close() };
+}
+
+async function connectTasks2() {
+  const { createTaskSessionFromClient } = await import('@modelcontextprotocol/ext-tasks/client');
+  const name = 'interop-tasks2';
+  const capabilities = { elicitation: { form: {}, url: {} } };
+  const session = await connectClient2(name, capabilities);
+  const raw = await rawCoordinator();
+  const tasksSession = createTaskSessionFromClient(session.client, {
+    endpointId: url,
+    rawDispatch: raw.dispatch,
+    v2RequestFraming: {
+      protocolVersion: session.client.getNegotiatedProtocolVersion(),
+      clientInfo: { name, version: '1.0.0' },
+      clientCapabilities: capabilities,
+    },
+    onInputRequest: async (request, context) => {
+      inputs.push({ kind: request.kind, params: request.params, taskId: context.taskId, inputId: context.inputId });
+      inputWaiters.get(context.taskId)?.();
+      return { action: 'accept' }; // a url elicitation: the user agrees to open the link (the test's browser does)
+    },
+  });
+  return {
+    ...session,
+    tasksSession,
+    close: async () => {
+      await tasksSession.close();
+      await raw.close();
+    },
+  };
+}
+
+function outcomeOf(outcome) {
+  if (outcome.status === 'completed') return { status: 'completed', result: outcome.result };
+  if (outcome.status === 'failed') {
+    return { status: 'failed', error: { code: outcome.error.code ?? null, message: outcome.error.message } };
+  }
+  return { status: outcome.status };
+}
+
+async function taskCall(session, command) {
+  const execution = await session.tasksSession.callTool(command.name, command.arguments ?? {});
+  if (execution.kind !== 'task') {
+    const { outcome } = await execution.settle();
+    return { kind: 'immediate', outcome: outcomeOf(outcome) };
+  }
+  const { taskId } = execution.handle;
+  const statuses = [];
+  const settled = execution.settle({
+    onEvent: (event) => {
+      if (event.type === 'task') statuses.push(event.task.status);
+    },
+  });
+  tasks.set(taskId, { execution, statuses, settled });
+  return { kind: 'task', taskId };
+}
+
+async function taskInput(command) {
+  const asked = () => inputs.filter((input) => input.taskId === command.taskId);
+  if (asked().length === 0) await new Promise((resolve) => inputWaiters.set(command.taskId, resolve));
+  inputWaiters.delete(command.taskId);
+  return { inputs: asked() };
+}
+
+async function taskSettle(command) {
+  const task = tasks.get(command.taskId);
+  const { outcome, lastTask } = await task.settled;
+  const last = lastTask ? { status: lastTask.status, ttlMs: lastTask.retentionMs, pollIntervalMs: lastTask.suggestedPollIntervalMs } : null;
+  return { outcome: outcomeOf(outcome), statuses: task.statuses, lastTask: last };
 }
 
 function describeError(err) {
@@ -115,7 +232,17 @@ async function run(session, command) {
     case 'call':
       answer = command.answer ?? 'accept';
       return { result: await client.callTool({ name: command.name, arguments: command.arguments ?? {} }) };
+    case 'taskCall':
+      return await taskCall(session, command);
+    case 'taskInput':
+      return await taskInput(command);
+    case 'taskSettle':
+      return await taskSettle(command);
+    case 'taskCancel':
+      await tasks.get(command.taskId).execution.cancel();
+      return { cancelled: true };
     case 'close':
+      await session.close?.();
       await client.close();
       return { closed: true };
     default:
@@ -123,7 +250,8 @@ async function run(session, command) {
   }
 }
 
-const session = await (kind === 'sdk1' ? connectSdk1() : connectClient2());
+const connect = { sdk1: connectSdk1, client2: () => connectClient2(), tasks2: connectTasks2 };
+const session = await connect[kind]();
 process.stdout.write(`${JSON.stringify({ ready: true, kind, connectWire: wire })}\n`);
 wire = [];
 

