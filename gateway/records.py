@@ -267,6 +267,8 @@ class Task:
     """The JSON-RPC error, once failed."""
     identity: dict[str, Any] = field(default_factory=dict)
     rev: int = 0
+    next_try_at: float | None = None
+    """After a resumed call that sent nothing (its backend unreachable): not tried again before this time."""
 
     @property
     def terminal(self) -> bool:

@@ -220,8 +220,8 @@ async def resume_due(gw: Gateway) -> None:
     """Call again every live task whose approval is decided (or whose wait is over)."""
     now = gw.clock()
     for task in await gw.store.live_tasks(now):
-        if task.status == "working" and now - task.updated_at < RETRY_SECONDS:
-            continue  # being resumed by another replica, or waiting to try again
+        if task.next_try_at is not None and now < task.next_try_at:
+            continue  # its last try sent nothing: not again yet
         approval = await gw.store.get_approval(task.approval_id)
         if approval is None or state(approval, now) is not State.PENDING:
             await resume(gw, task)
@@ -234,7 +234,8 @@ async def resume(gw: Gateway, task: Task) -> None:
         current = await gw.store.get_task(task.task_id)
         if current is None or current.terminal:
             return
-        await _save(gw, _moved(current, "working", gw.clock()))
+        waited_as = current.status
+        await _save(gw, _moved(current, "working", gw.clock(), next_try_at=None))
         current = await gw.store.get_task(task.task_id) or current
         params = types.CallToolRequestParams(name=current.tool, arguments=current.arguments)
         token = resuming.set(current.task_id)
@@ -250,11 +251,12 @@ async def resume(gw: Gateway, task: Task) -> None:
         gw.metrics.calls.labels(current.tool, outcome_label(answered)).inc()
         code = error_code(answered) if isinstance(answered, types.CallToolResult) else "approval_pending"
         if code == "approval_pending":  # still waiting after all (another replica's view was ahead of this one)
-            await _save(gw, _moved(current, "input_required", gw.clock()))
+            await _save(gw, _moved(current, waited_as, gw.clock()))
             return
         if code in TRY_AGAIN:  # nothing was sent and the key is free: the next round tries again
             message = f"{code}: nothing was sent; trying again every {RETRY_SECONDS:g} s until the plan expires"
-            await _save(gw, _moved(current, "working", gw.clock(), message=message))
+            now = gw.clock()
+            await _save(gw, _moved(current, "working", now, message=message, next_try_at=now + RETRY_SECONDS))
             return
         assert isinstance(answered, types.CallToolResult)
         result = answered.model_dump(by_alias=True, mode="json", exclude_none=True)
