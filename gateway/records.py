@@ -190,9 +190,9 @@ class Decision:
     """One approver's answer on the approval page."""
 
     approver: str
-    """Who, as ``issuer|subject`` (an identity provider's login) or ``token|name`` (an approver token)."""
+    """Who: ``person_id(issuer, subject)`` (gateway/identity/person.py), for a sign-in and an approver token alike."""
     name: str
-    """How the page and the audit show them."""
+    """What is shown beside them: the configured display claim, a verified email, or an approver token's name."""
     verdict: Literal["approve", "reject"]
     at: float
 
@@ -202,7 +202,7 @@ class Approval:
     """A planned write that waits for people to approve it on the gateway's own page (``confirm = "url"``).
 
     It is bound to the plan it was made for (id, caller, tool, target, version, numbers): an approval of other
-    facts approves nothing. ``caller_person`` is the caller's own identity (``issuer|subject``), so that with
+    facts approves nothing. ``caller_person`` is the caller's own ``person_id(issuer, subject)``, so that with
     ``four_eyes`` nobody approves their own write. ``rev`` counts stored changes (stores replace it only over
     the revision it was read at)."""
 

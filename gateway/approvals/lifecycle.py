@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import quote
 
+from gateway.identity.person import audited
 from gateway.identity.principal import readable
 from gateway.records import Approval, Decision, Plan
 from gateway.text import rfc3339
@@ -96,6 +97,13 @@ def state(approval: Approval, now: float) -> State:
 def approved_by(approval: Approval) -> list[str]:
     """The names of the people who approved, in order."""
     return [decision.name for decision in approval.decisions if decision.verdict == "approve"]
+
+
+def approvers_of(approval: Approval) -> list[dict[str, Any]]:
+    """The people who approved, in order, as the audit keeps them: (issuer, subject) and what was shown beside."""
+    return [
+        audited(decision.approver, decision.name) for decision in approval.decisions if decision.verdict == "approve"
+    ]
 
 
 def may_decide(approval: Approval, approver: str) -> bool:

@@ -153,6 +153,9 @@ class ApprovalsSection(Model):
     session_seconds: int = Field(3600, ge=60)
     webhooks: dict[str, Webhook] = {}
     approvers: ApproverRule = ApproverRule()
+    display_claim: str | None = Field(None, min_length=1)
+    """The claim shown beside a person's (issuer, subject) on the page and in the audit (``preferred_username``);
+    unset: the email the identity provider states verified. Only ever shown: the pair is who they are."""
     max_pending_per_caller: int = Field(20, ge=1)
     """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
 

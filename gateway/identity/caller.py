@@ -10,7 +10,6 @@ operator keeps it visible; then it answers ``forbidden``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import mcp_types as types
@@ -20,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
+from gateway.identity.person import STATIC_ISSUER, person_id
 from gateway.identity.principal import Principal, encode
 
 
@@ -62,15 +62,6 @@ def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
         "issuer": principal.issuer or STATIC_ISSUER,
         "scopes": sorted(current_scopes() or ()),
     }
-
-
-STATIC_ISSUER = "static"
-"""The issuer of people known from the config (static bearer tokens, approver tokens)."""
-
-
-def person_id(issuer: str, subject: str) -> str:
-    """One unambiguous string for (issuer, subject)."""
-    return json.dumps([issuer, subject], separators=(",", ":"))
 
 
 def current_scopes() -> set[str] | None:

@@ -23,7 +23,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway.approvals.lifecycle import approved_by
+from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import (
     Choice,
     decided_by,
@@ -202,7 +202,7 @@ async def _confirmed(
         approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
-        call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})
+        call.note(confirmation="approved", extra={**decided, "approvers": approvers_of(approved)})
     else:
         require_form(ctx.session.client_capabilities)
         await call.require_unchanged(plan)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import secrets
 import shutil
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import httpx
@@ -46,12 +48,15 @@ class Provider:
 
 
 @asynccontextmanager
-async def oidc_provider(resource: str, *approvals_redirects: str) -> AsyncIterator[Provider]:
+async def oidc_provider(
+    resource: str, *approvals_redirects: str, claims: dict[str, dict[str, Any]] | None = None
+) -> AsyncIterator[Provider]:
     """The provider on a free loopback port, issuing tokens for ``resource`` and redirecting approvers back to
-    any of ``approvals_redirects``."""
+    any of ``approvals_redirects``. Everyone has a verified ``sub@example.test`` and a ``name``; ``claims``
+    overrides them per subject (what a person can set about themselves at a real provider)."""
     port = free_port()
     node = NODE22 if NODE22.exists() else Path(shutil.which("node") or "node")
-    args = [str(node), str(SCRIPT), str(port), resource, ",".join(approvals_redirects)]
+    args = [str(node), str(SCRIPT), str(port), resource, ",".join(approvals_redirects), json.dumps(claims or {})]
     async with process(args, port, cwd=INTEROP):
         yield Provider(f"http://127.0.0.1:{port}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.approvals.lifecycle import approval_id_for
+from gateway.identity.person import person_parts
+from gateway.records import AuditEntry
 from gateway.stores import open_store
 from tests.support import browser, oidc
 from tests.support.clients import error_body, error_code, new_key, preview
@@ -53,8 +56,11 @@ def tools_installed() -> None:
         pytest.skip(missing)
 
 
-APPROVERS = ["alice", "bob", "carol"]
-"""Who [approvals.approvers] lets decide (alice too, so that four eyes, not the rule, stops her own write)."""
+APPROVERS = ["alice", "bob", "carol", "mallory"]
+"""Who [approvals.approvers] lets decide (alice too, so that four eyes, not the rule, stops her own write);
+trudy has an account at the provider and is not among them."""
+CHOSEN_NAMES = {"mallory": {"name": "Bob Builder"}}
+"""What people set about themselves at the provider: mallory calls herself Bob Builder."""
 
 
 @dataclass
@@ -67,6 +73,7 @@ class Site:
     db: Path
     store: str
     browser: Any
+    configs: list[Path]
 
     def page(self, replica: int, approval_id: str) -> str:
         return f"{self.urls[replica]}/approvals/{approval_id}"
@@ -86,7 +93,7 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
     resource = f"{urls[0]}/mcp"  # the address behind the load balancer: the one audience of every replica
     db = tmp / "backend.db"
     async with (
-        oidc.oidc_provider(resource, *(f"{url}/approvals/callback" for url in urls)) as provider,
+        oidc.oidc_provider(resource, *(f"{url}/approvals/callback" for url in urls), claims=CHOSEN_NAMES) as provider,
         http_backend(TENANTS, db, backend_port, *TENANTS.seed_demo),
         browser.chromium() as chromium,
     ):
@@ -108,7 +115,7 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
             configs.append(write_toml(data, tmp / f"gateway{number}.toml"))
         env = {**os.environ, "GATEWAY_SECRET_KEY": "approval-page-tests-shared-secret-key-0123456789"}
         async with serve(configs[0], ports[0], env=env), serve(configs[1], ports[1], env=env):
-            yield Site(urls, resource, provider, db, redis_server, chromium)
+            yield Site(urls, resource, provider, db, redis_server, chromium, configs)
 
 
 async def agent(site: Site, era: str, replica: int = 0, answers: Any = None) -> Client:
@@ -142,12 +149,23 @@ def opens_the_link(site: Site, decide: Callable[[str], Awaitable[None]]) -> Any:
 
 
 async def decisions(site: Site, plan_id: str) -> list[tuple[str, str]]:
+    """Who decided a plan's approval (by subject at the site's provider), and how."""
     store = open_store(site.store)
     try:
         approval = await store.get_approval(approval_id_for(plan_id))
     finally:
         await store.close()
-    return [] if approval is None else [(decision.name, decision.verdict) for decision in approval.decisions]
+    found = [] if approval is None else [(person_parts(d.approver), d.verdict) for d in approval.decisions]
+    assert all(parts is not None and parts[0] == site.provider.issuer for parts, _ in found)
+    return [(parts[1], verdict) for parts, verdict in found if parts is not None]
+
+
+async def audit_of(site: Site, plan_id: str) -> list[AuditEntry]:
+    store = open_store(site.store)
+    try:
+        return [entry async for entry in store.audit_entries() if entry.plan_id == plan_id]
+    finally:
+        await store.close()
 
 
 async def test_an_approver_signs_in_approves_and_the_write_applies_once(site: Site, era: str, tmp_path: Path) -> None:
@@ -171,13 +189,10 @@ async def test_an_approver_signs_in_approves_and_the_write_applies_once(site: Si
     assert again.structured_content == {**(result.structured_content or {}), "replayed": True}
     assert TENANTS.write_count(site.db) == before + 1
     assert await decisions(site, plan["planId"]) == [("bob", "approve")]
-    store = open_store(site.store)
-    try:
-        applied = [e async for e in store.audit_entries() if e.idempotency_key == args["idempotencyKey"]]
-    finally:
-        await store.close()
+    applied = [e for e in await audit_of(site, plan["planId"]) if e.idempotency_key == args["idempotencyKey"]]
+    bob = {"issuer": site.provider.issuer, "subject": "bob", "display": "bob@example.test"}
     assert [(e.outcome, e.extra.get("mode"), e.extra.get("approvers")) for e in applied][:1] == [
-        ("applied", "url", ["bob"])
+        ("applied", "url", [bob])
     ]
 
 
@@ -213,13 +228,13 @@ async def test_the_caller_cannot_approve_their_own_four_eyes_write(site: Site) -
 
 
 async def test_a_person_the_provider_signs_in_who_is_no_approver_cannot_approve(site: Site) -> None:
-    """mallory has an account at the organisation's identity provider, but is not in [approvals.approvers]:
+    """trudy has an account at the organisation's identity provider, but is not in [approvals.approvers]:
     the page offers her no buttons, a forced POST records nothing, and nothing is written."""
     before = TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)
     async with await agent(site, "2026-07-28") as client:
         plan = await preview(client, TENANTS, TENANTS.spare)
         pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
-    page = await signed_in(site, error_body(pending)["details"]["url"], "mallory")
+    page = await signed_in(site, error_body(pending)["details"]["url"], "trudy")
     assert await page.locator("button.approve").count() == 0
     assert "not as one of this gateway's approvers" in await page.inner_text("main")
     token = await page.get_attribute("input[name=csrf]", "value")
@@ -227,6 +242,35 @@ async def test_a_person_the_provider_signs_in_who_is_no_approver_cannot_approve(
     assert forced.status == 303 and forced.headers["location"].endswith("?notice=not_an_approver")
     assert await decisions(site, plan["planId"]) == []
     assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before
+
+
+async def test_the_audit_names_the_approver_by_issuer_and_subject_not_by_the_name_she_chose(site: Site) -> None:
+    """mallory named herself "Bob Builder" at the identity provider. Her approval and the write it let through are
+    recorded as her (issuer, subject), her verified email beside it, and ``audit list`` shows her so."""
+
+    async def mallory_approves(url: str) -> None:
+        page = await signed_in(site, url, "mallory")
+        assert "Bob Builder" not in await page.inner_text("body")
+        await page.click("button.approve")
+        await page.wait_for_load_state()
+
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, "2025-11-25", answers=opens_the_link(site, mallory_approves)) as client:
+        plan = await preview(client, TENANTS, TENANTS.spare)
+        result = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert not result.is_error, result.content
+    assert TENANTS.write_count(site.db) == before + 1
+    mallory = {"issuer": site.provider.issuer, "subject": "mallory", "display": "mallory@example.test"}
+    entries = {entry.outcome: entry.extra for entry in await audit_of(site, plan["planId"])}
+    assert entries["approval"]["approver"] == mallory
+    assert entries["applied"]["approvers"] == [mallory]
+    listed = await anyio.run_process(
+        [sys.executable, "-m", "gateway", "audit", "list", "--config", str(site.configs[0])], check=False
+    )
+    shown = listed.stdout.decode()
+    assert listed.returncode == 0, listed.stderr
+    assert f"mallory ({site.provider.issuer}) <mallory@example.test>" in shown
+    assert "Bob Builder" not in shown
 
 
 async def test_a_forged_post_without_the_csrf_token_is_refused(site: Site) -> None:

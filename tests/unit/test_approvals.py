@@ -93,7 +93,7 @@ async def test_a_client_that_cannot_open_urls_gets_approval_pending_and_writes_o
     outcomes = [(e.outcome, e.code, e.extra) for e in await audit_of(world.gw, args["idempotencyKey"])]
     assert outcomes == [
         ("refused", "approval_pending", {}),
-        ("applied", None, {"mode": "url", "approvers": ["Bob"]}),
+        ("applied", None, {"mode": "url", "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}]}),
         ("replayed", None, {}),
     ]
 

@@ -3,7 +3,8 @@ the open approvals as rows, and recording one person's decision.
 
 A decision is stored with a compare-and-set on the approval's revision, retried when another decision landed
 first, so two approvers deciding at once on two replicas both count (or one is refused by the rules), never lost.
-Each stored decision leaves one audit entry (``outcome = "approval"``, the approver in ``extra``).
+Each stored decision leaves one audit entry (``outcome = "approval"``): ``extra.approver`` is the person's issuer and
+subject, with the verified email or display claim shown beside them (gateway/identity/person.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal, Protocol
 from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
+from gateway.identity.person import audited
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
 
@@ -77,7 +79,7 @@ async def record(
         if changed is current:
             return current, None  # the same answer again: nothing to store
         if await gw.store.replace_approval(changed):
-            await _audit(gw, changed, name, verdict, now)
+            await _audit(gw, changed, audited(person, name), verdict, now)
             settled = state(changed, now)
             if settled in (State.APPROVED, State.REJECTED):
                 gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
@@ -85,7 +87,7 @@ async def record(
     raise StoreUnavailable("the approval kept changing under this decision")
 
 
-async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: float) -> None:
+async def _audit(gw: Gateway, approval: Approval, approver: dict[str, Any], verdict: str, now: float) -> None:
     entry = AuditEntry(
         at=now,
         caller=approval.caller,
@@ -95,6 +97,6 @@ async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: 
         target=approval.target,
         version_before=approval.version,
         confirmation=verdict,
-        extra={"mode": "url", "approver": name, "approval": approval.approval_id},
+        extra={"mode": "url", "approver": approver, "approval": approval.approval_id},
     )
     await trail.append(gw.store, entry)

@@ -6,7 +6,8 @@ browser to the provider's authorization endpoint with a fresh ``state``, ``nonce
 in a short-lived signed cookie; ``finish`` checks the returned ``state`` against that cookie, redeems the code
 with the verifier, and accepts the ID token only when its signature (the provider's JWKS), issuer, audience (our
 client id), nonce and expiry hold. The approver is then ``person_id(iss, sub)``: the same person as a caller whose
-access token carries that issuer and subject, which is what four eyes compares.
+access token carries that issuer and subject, which is what four eyes compares (gateway/identity/person.py). What
+is shown beside the pair is the configured display claim or a verified email, never the self-set ``name``.
 
 Approver tokens: the SHA-256 of the token is compared in constant time with the configured ones; the approver is
 ``person_id("static", subject)``.
@@ -29,7 +30,7 @@ import httpx
 import jwt
 
 from gateway.config import ApproverToken, OidcLogin
-from gateway.identity.caller import STATIC_ISSUER, person_id
+from gateway.identity.person import STATIC_ISSUER, person_id
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -45,7 +46,9 @@ class Approver:
     """Who signed in: the identity compared for four eyes, and the name the page and audit show."""
 
     person: str
+    """``person_id(issuer, subject)``: who this is, compared for four eyes and counted for ``approvers``."""
     name: str
+    """What is shown beside the person (display claim, verified email, or the token's configured name)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, the rule's claim."""
 
@@ -62,6 +65,16 @@ def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
     return facts
 
 
+def display_of(claims: dict[str, Any], facts: dict[str, Any], display_claim: str | None) -> str:
+    """What the page and the audit show beside a signed-in person's (issuer, subject): the configured display
+    claim, else the email the provider states verified, else the subject. Never the ``name`` claim unless the
+    operator chose it: people set it themselves ("Bob Builder")."""
+    chosen = claims.get(display_claim) if display_claim is not None else None
+    if isinstance(chosen, str) and chosen.strip():
+        return chosen[:128]
+    return str(facts.get("email") or claims["sub"])
+
+
 def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
     """The approver an approver token belongs to, or None."""
     digest = hashlib.sha256(token.encode()).hexdigest()
@@ -75,9 +88,12 @@ def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
 class OidcClient:
     """The approval page as an OpenID Connect client of one provider."""
 
-    def __init__(self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None) -> None:
+    def __init__(
+        self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None, display: str | None = None
+    ) -> None:
         self._config = config
         self._claim = claim
+        self._display = display
         self._issuer = issuer.rstrip("/")
         self.redirect_uri = redirect_uri
         self._metadata: dict[str, Any] | None = None
@@ -129,8 +145,8 @@ class OidcClient:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise LoginFailed("no subject")
-        name = next((claims[key] for key in ("name", "email") if isinstance(claims.get(key), str)), subject)
-        return Approver(person_id(str(claims["iss"]), subject), str(name), approver_facts(claims, self._claim))
+        facts = approver_facts(claims, self._claim)
+        return Approver(person_id(str(claims["iss"]), subject), display_of(claims, facts, self._display), facts)
 
     async def _verified(self, token: str, metadata: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -1,12 +1,22 @@
 // A real OpenID provider for the approval tests: npm `oidc-provider` (OpenID Certified), started by
 // tests/support/oidc.py. It issues JWT access tokens for the gateway's resource (the agent's bearer token) and
 // signs in approvers with the authorization-code flow + PKCE (the gateway's approval page is a public client).
-// Any login name is accepted (dev interactions): the name becomes the account's `sub`.
-//   node oidc_provider.mjs PORT RESOURCE_URL APPROVALS_REDIRECT_URI[,URI...]
+// Any login name is accepted (dev interactions): the name becomes the account's `sub`, with a verified email
+// `sub@example.test` and a `name` the person chose (CLAIMS, JSON `{sub: {claim: value}}`, overrides any of them).
+// ID tokens carry those claims (as Google's and many providers' do), not only the userinfo endpoint.
+//   node oidc_provider.mjs PORT RESOURCE_URL APPROVALS_REDIRECT_URI[,URI...] [CLAIMS]
 import Provider from 'oidc-provider';
 import { generateKeyPairSync } from 'node:crypto';
 
-const [port, resource, approvalsRedirect] = process.argv.slice(2);
+const [port, resource, approvalsRedirect, claimsJson] = process.argv.slice(2);
+const overrides = JSON.parse(claimsJson || '{}');
+const accountClaims = (sub) => ({
+  sub,
+  email: `${sub}@example.test`,
+  email_verified: true,
+  name: sub.charAt(0).toUpperCase() + sub.slice(1),
+  ...(overrides[sub] || {}),
+});
 const issuer = `http://127.0.0.1:${port}`;
 const key = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
 const scopes = 'tenants:read tenants:reset';
@@ -32,11 +42,9 @@ const provider = new Provider(issuer, {
   cookies: { keys: ['test-cookie-key'] },
   pkce: { required: () => true },
   scopes: ['openid', 'email', 'profile', ...scopes.split(' ')],
-  claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
-  findAccount: async (_, sub) => ({
-    accountId: sub,
-    claims: async () => ({ sub, email: `${sub}@example.test`, name: sub.charAt(0).toUpperCase() + sub.slice(1) }),
-  }),
+  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+  conformIdTokenClaims: false,
+  findAccount: async (_, sub) => ({ accountId: sub, claims: async () => accountClaims(sub) }),
   features: {
     devInteractions: { enabled: true },
     resourceIndicators: {
