@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.sections import Model, require_secure
+from gateway.identity.person import STATIC_ISSUER
 
 RULE_VARIABLES: dict[str, Any] = {
     "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},
@@ -85,8 +86,11 @@ class ApproverToken(Model):
     """An approver known by the SHA-256 (hex) of their token; the token itself is never stored."""
 
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    issuer: str = Field(STATIC_ISSUER, min_length=1)
+    """The issuer of the person this token stands for (``https://login.example.com``: the same person as that
+    provider's ``subject``); unset, ``static``: the same person only as a static caller token naming no issuer."""
     subject: str = Field(min_length=1)
-    """Who this person is: for four eyes, compared with the subject of the caller's own (static) token."""
+    """Who this person is at that issuer: four eyes compares (issuer, subject) with the caller's."""
     name: str | None = None
     """How the page and the audit show them (default: the subject)."""
 

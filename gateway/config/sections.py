@@ -65,6 +65,10 @@ class StaticToken(Model):
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
     client_id: str
     subject: str | None = None
+    issuer: str | None = Field(None, min_length=1)
+    """The issuer of the person holding this token (``https://login.example.com``), so that four eyes knows them
+    as that provider's ``subject``; unset, the person is (``static``, subject). Not the token's issuer: the caller
+    stays (none, client, subject)."""
     scopes: list[str] = []
 
 

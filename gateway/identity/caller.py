@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
-from gateway.identity.person import STATIC_ISSUER, person_id
+from gateway.identity.person import PERSON_ISSUER, STATIC_ISSUER, person_id
 from gateway.identity.principal import Principal, encode
 
 
@@ -43,10 +43,12 @@ def current_person() -> str | None:
     """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
 
     Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
-    principal = current_principal()
-    if principal is None:
+    token = get_access_token()
+    if token is None:
         return None
-    return person_id(principal.issuer or STATIC_ISSUER, principal.subject or principal.client)
+    client, issuer, subject = principal_components(token)
+    stated = (token.claims or {}).get(PERSON_ISSUER)  # a static token's holder, as the config names them
+    return person_id(str(stated or issuer or STATIC_ISSUER), subject or client)
 
 
 def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:

@@ -19,6 +19,9 @@ from urllib.parse import quote
 
 STATIC_ISSUER = "static"
 """The issuer of people known only from the config: a static bearer token or an approver token that names none."""
+PERSON_ISSUER = "gateway_person_issuer"
+"""The access-token claim a static token's configured ``issuer`` travels in to ``current_person``; not ``iss``: the
+token was not issued there, and the caller it makes stays (none, client, subject)."""
 
 
 def person_id(issuer: str, subject: str) -> str:

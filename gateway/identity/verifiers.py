@@ -21,6 +21,7 @@ from cachetools import TTLCache
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from gateway.config import AuthSection, IntrospectionVerifier, JwtVerifier, StaticToken
+from gateway.identity.person import PERSON_ISSUER
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -48,6 +49,7 @@ class StaticTokens:
                     subject=entry.subject,
                     scopes=list(entry.scopes),
                     resource=self._resource,
+                    claims={PERSON_ISSUER: entry.issuer} if entry.issuer is not None else None,
                 )
         return None
 

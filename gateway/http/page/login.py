@@ -10,7 +10,7 @@ access token carries that issuer and subject, which is what four eyes compares (
 is shown beside the pair is the configured display claim or a verified email, never the self-set ``name``.
 
 Approver tokens: the SHA-256 of the token is compared in constant time with the configured ones; the approver is
-``person_id("static", subject)``.
+``person_id(issuer, subject)`` as the token's entry names them (``static`` when it names no issuer).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import httpx
 import jwt
 
 from gateway.config import ApproverToken, OidcLogin
-from gateway.identity.person import STATIC_ISSUER, person_id
+from gateway.identity.person import person_id
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -80,8 +80,8 @@ def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
     digest = hashlib.sha256(token.encode()).hexdigest()
     for entry in tokens:
         if hmac.compare_digest(digest, entry.sha256):
-            facts = {"sub": entry.subject, "iss": STATIC_ISSUER}
-            return Approver(person_id(STATIC_ISSUER, entry.subject), entry.name or entry.subject, facts)
+            facts = {"sub": entry.subject, "iss": entry.issuer}
+            return Approver(person_id(entry.issuer, entry.subject), entry.name or entry.subject, facts)
     return None
 
 

@@ -2,14 +2,19 @@
 // tests/support/oidc.py. It issues JWT access tokens for the gateway's resource (the agent's bearer token) and
 // signs in approvers with the authorization-code flow + PKCE (the gateway's approval page is a public client).
 // Any login name is accepted (dev interactions): the name becomes the account's `sub`, with a verified email
-// `sub@example.test` and a `name` the person chose (CLAIMS, JSON `{sub: {claim: value}}`, overrides any of them).
+// `sub@example.test` and a `name` the person chose (OPTIONS.claims, `{sub: {claim: value}}`, overrides any of them).
 // ID tokens carry those claims (as Google's and many providers' do), not only the userinfo endpoint.
-//   node oidc_provider.mjs PORT RESOURCE_URL APPROVALS_REDIRECT_URI[,URI...] [CLAIMS]
+// Access tokens are JWTs for the resource the agent asks for, or opaque for one of OPTIONS.opaque: those a resource
+// server checks at the RFC 7662 introspection endpoint as client `gateway-introspection` (secret
+// `introspection-secret`, HTTP Basic).
+//   node oidc_provider.mjs PORT RESOURCE_URL APPROVALS_REDIRECT_URI[,URI...] [OPTIONS_JSON]
 import Provider from 'oidc-provider';
 import { generateKeyPairSync } from 'node:crypto';
 
-const [port, resource, approvalsRedirect, claimsJson] = process.argv.slice(2);
-const overrides = JSON.parse(claimsJson || '{}');
+const [port, resource, approvalsRedirect, optionsJson] = process.argv.slice(2);
+const options = JSON.parse(optionsJson || '{}');
+const overrides = options.claims || {};
+const opaque = new Set(options.opaque || []);
 const accountClaims = (sub) => ({
   sub,
   email: `${sub}@example.test`,
@@ -31,6 +36,14 @@ const provider = new Provider(issuer, {
       response_types: ['code'],
     },
     {
+      client_id: 'gateway-introspection',
+      client_secret: 'introspection-secret',
+      token_endpoint_auth_method: 'client_secret_basic',
+      redirect_uris: [],
+      grant_types: [],
+      response_types: [],
+    },
+    {
       client_id: 'agent-app',
       token_endpoint_auth_method: 'none',
       redirect_uris: ['http://127.0.0.1/agent-callback'],
@@ -47,11 +60,19 @@ const provider = new Provider(issuer, {
   findAccount: async (_, sub) => ({ accountId: sub, claims: async () => accountClaims(sub) }),
   features: {
     devInteractions: { enabled: true },
+    introspection: {
+      enabled: true,
+      allowedPolicy: async (ctx, client) => client.clientId === 'gateway-introspection',
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: (ctx, client) => (client.clientId === 'agent-app' ? resource : undefined),
       useGrantedResource: () => true,
-      getResourceServerInfo: () => ({ scope: scopes, audience: resource, accessTokenFormat: 'jwt' }),
+      getResourceServerInfo: (ctx, indicator) => ({
+        scope: scopes,
+        audience: indicator,
+        accessTokenFormat: opaque.has(indicator) ? 'opaque' : 'jwt',
+      }),
     },
   },
   ttl: { AccessToken: 3600, IdToken: 3600, Session: 3600, Grant: 3600, Interaction: 600 },
