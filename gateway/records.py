@@ -7,6 +7,7 @@
     AuditEntry  one decision of a write tool, hash-chained when stored
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
+    ApproverSession  a person signed in on the approval page, kept so every replica agrees and it can be revoked
 
 and the one table of a key's life (KEY_TRANSITIONS), which the write path and every store consult.
 
@@ -222,3 +223,28 @@ class Approval:
     four_eyes: bool
     decisions: tuple[Decision, ...] = ()
     rev: int = 0
+
+
+@dataclass(frozen=True)
+class ApproverSession:
+    """A person signed in on the approval page. Kept in the store, so every replica reads the same sessions, a
+    sign-out or an operator revokes one everywhere, and each request checks it against the current config."""
+
+    session_id: str
+    """The SHA-256 of the cookie's secret (``as_`` + 22 characters): what the operator sees and revokes by. The
+    store never holds what the browser presents."""
+    person: str
+    """``person_id(issuer, subject)`` (gateway/identity/person.py)."""
+    name: str
+    """What is shown beside the person (display claim, verified email, or the approver token's name)."""
+    via: Literal["oidc", "token"]
+    audience: str
+    """The page's public URL the person signed in at: the session is accepted there only."""
+    csrf: str
+    created_at: float
+    expires_at: float
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What ``[approvals.approvers]`` is checked against on every decision (``sub``, ``iss``, a verified
+    ``email``, the rule's claim)."""
+    token_sha256: str | None = None
+    """For a token sign-in, the configured token's SHA-256: a token removed from the config ends its sessions."""

@@ -155,6 +155,9 @@ class ApprovalsSection(Model):
     tokens: list[ApproverToken] = []
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
+    token_attempts_per_minute: int = Field(20, ge=1)
+    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source address and per
+    token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
     webhooks: dict[str, Webhook] = {}
     approvers: ApproverRule = ApproverRule()
     display_claim: str | None = Field(None, min_length=1)

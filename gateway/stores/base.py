@@ -7,6 +7,7 @@
     Counters    rate-limit buckets, write budgets            take_token, count_write, recent_writes
     AuditLog    the hash-chained audit                       append_audit, trim_audit, audit_entries
     Approvals   writes waiting on the approval page          put_approval, get_approval, replace_approval, ...
+    ApproverSessions  people signed in on the page           put_session, get_session, delete_session, sessions
     Store       all of them, plus serve_from and close       what open_store returns
 
 A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
@@ -23,12 +24,24 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from gateway.errors import StoreInUse, StoreUnavailable
-from gateway.records import ABSENT, KEY_TRANSITIONS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan, key_leaves
+from gateway.records import (
+    ABSENT,
+    KEY_TRANSITIONS,
+    Approval,
+    ApproverSession,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+    key_leaves,
+)
 
 __all__ = [
     "OPERATIONS",
     "ROLES",
     "Approvals",
+    "ApproverSessions",
     "AuditLog",
     "Counters",
     "KeyRecords",
@@ -177,7 +190,27 @@ class Approvals(Protocol):
         ...
 
 
-class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Protocol):
+class ApproverSessions(Protocol):
+    """People signed in on the approval page, until they sign out, expire or an operator revokes them."""
+
+    async def put_session(self, session: ApproverSession) -> None:
+        """Keep a new session until its ``expires_at``."""
+        ...
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        """The session by id, unless it expired, was deleted or never existed."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Revoke a session (sign-out, the operator); False if there was none."""
+        ...
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        """Every live session, newest first (the operator's list)."""
+        ...
+
+
+class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, ApproverSessions, Protocol):
     """Every role in one store, as a gateway opens it. Methods take ``now`` so that expiry is testable."""
 
     async def serve_from(self, holder: str) -> None:
@@ -189,6 +222,16 @@ class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Pro
     async def close(self) -> None: ...
 
 
-ROLES: tuple[type[Any], ...] = (Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Store)
+ROLES: tuple[type[Any], ...] = (
+    Plans,
+    KeyRecords,
+    Nonces,
+    Locks,
+    Counters,
+    AuditLog,
+    Approvals,
+    ApproverSessions,
+    Store,
+)
 OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
 """Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""

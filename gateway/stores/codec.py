@@ -1,4 +1,4 @@
-"""One codec for the records a store keeps as JSON text: plans, key records, audit entries, approvals.
+"""One codec for the records a store keeps as JSON text: plans, key records, audit entries, approvals, sessions.
 
 A record is written as the compact JSON of its fields (``dataclasses.asdict``) and read back knowing only this
 version's fields: a field a newer version wrote is dropped, a field an older version did not write takes its
@@ -13,12 +13,12 @@ import dataclasses
 import json
 from typing import Any, TypeVar
 
-from gateway.records import Approval, AuditEntry, Decision, KeyRecord, Plan
+from gateway.records import Approval, ApproverSession, AuditEntry, Decision, KeyRecord, Plan
 
-R = TypeVar("R", Plan, KeyRecord, AuditEntry, Approval)
+R = TypeVar("R", Plan, KeyRecord, AuditEntry, Approval, ApproverSession)
 
 
-def dump(record: Plan | KeyRecord | AuditEntry | Approval) -> str:
+def dump(record: Plan | KeyRecord | AuditEntry | Approval | ApproverSession) -> str:
     """A record as stored: the JSON of its fields."""
     return json.dumps(dataclasses.asdict(record), separators=(",", ":"))
 

@@ -11,7 +11,17 @@ from typing import Any
 from cachetools import TLRUCache
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
-from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import (
+    TOMBSTONE_SECONDS,
+    WRITE_WINDOWS,
+    Approval,
+    ApproverSession,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+)
 from gateway.stores.base import claim_refusal, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
@@ -35,6 +45,7 @@ class MemoryStore:
         self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._audit: list[AuditEntry] = []
         self._approvals: TLRUCache[str, tuple[Approval, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._sessions: TLRUCache[str, tuple[ApproverSession, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._writes: dict[str, list[float]] = {}
         self._locks = KeyedLocks()
         self._buckets = LocalBuckets()
@@ -161,6 +172,20 @@ class MemoryStore:
     async def open_approvals(self, now: float) -> list[Approval]:
         live = [approval for approval, _ in list(self._approvals.values()) if approval.expires_at > now]
         return sorted(live, key=lambda approval: approval.requested_at, reverse=True)
+
+    async def put_session(self, session: ApproverSession) -> None:
+        self._sessions[session.session_id] = (session, session.expires_at)
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        found = self._sessions.get(session_id)
+        return found[0] if found is not None and found[0].expires_at > now else None
+
+    async def delete_session(self, session_id: str) -> bool:
+        return self._sessions.pop(session_id, None) is not None
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        live = [session for session, _ in list(self._sessions.values()) if session.expires_at > now]
+        return sorted(live, key=lambda session: session.created_at, reverse=True)
 
     async def close(self) -> None:
         return None

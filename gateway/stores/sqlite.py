@@ -8,6 +8,7 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     audit        id -> entry                             the chain (gateway.audit.chain), in append order
     approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
     writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
+    sessions     session_id -> body, created_at, expires_at   approvers signed in on the page; purged once expired
 
 Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
 so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
@@ -56,7 +57,17 @@ import anyio.to_thread
 
 from gateway.audit.chain import ChainKeys, checkpoint, sealed
 from gateway.crashpoints import crash_point
-from gateway.records import TOMBSTONE_SECONDS, WRITE_WINDOWS, Approval, AuditEntry, Claim, Expired, KeyRecord, Plan
+from gateway.records import (
+    TOMBSTONE_SECONDS,
+    WRITE_WINDOWS,
+    Approval,
+    ApproverSession,
+    AuditEntry,
+    Claim,
+    Expired,
+    KeyRecord,
+    Plan,
+)
 from gateway.stores import codec
 from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
 from gateway.stores.buckets import LocalBuckets
@@ -80,6 +91,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     approval_id TEXT PRIMARY KEY, body TEXT NOT NULL, rev INTEGER NOT NULL, expires_at REAL NOT NULL,
     requested_at REAL NOT NULL, purge_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS approvals_expiry ON approvals (expires_at);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY, body TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_scope ON writes (scope, at);
 """
@@ -178,6 +191,18 @@ class SqliteStore:
 
     async def open_approvals(self, now: float) -> list[Approval]:
         return await self._read(_open_approvals, now)
+
+    async def put_session(self, session: ApproverSession) -> None:
+        await self._write(_put_session, session)
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        return await self._read(_get_session, session_id, now)
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._write(_delete_session, session_id)
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        return await self._read(_sessions, now)
 
     async def close(self) -> None:
         await self._write(sqlite3.Connection.close)
@@ -436,3 +461,31 @@ def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
     rows = db.execute("SELECT body FROM approvals WHERE expires_at > ? ORDER BY requested_at DESC", (now,)).fetchall()
     return [codec.load(Approval, body) for (body,) in rows]
+
+
+def _put_session(db: sqlite3.Connection, session: ApproverSession) -> None:
+    def steps(db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM sessions WHERE expires_at <= ?", (session.created_at,))
+        db.execute(
+            "INSERT OR REPLACE INTO sessions (session_id, body, created_at, expires_at) VALUES (?, ?, ?, ?)",
+            (session.session_id, codec.dump(session), session.created_at, session.expires_at),
+        )
+
+    _transaction(db, steps)
+
+
+def _get_session(db: sqlite3.Connection, session_id: str, now: float) -> ApproverSession | None:
+    row = db.execute("SELECT body FROM sessions WHERE session_id = ? AND expires_at > ?", (session_id, now)).fetchone()
+    return codec.load(ApproverSession, row[0]) if row is not None else None
+
+
+def _delete_session(db: sqlite3.Connection, session_id: str) -> bool:
+    def steps(db: sqlite3.Connection) -> bool:
+        return db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,)).rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _sessions(db: sqlite3.Connection, now: float) -> list[ApproverSession]:
+    rows = db.execute("SELECT body FROM sessions WHERE expires_at > ? ORDER BY created_at DESC", (now,)).fetchall()
+    return [codec.load(ApproverSession, body) for (body,) in rows]

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.configs import config_data
+from tests.support.profiles import Profile
 
 TOKENS = {"bob": "approver-token-bob-0123456789", "carol": "approver-token-carol-0123456789"}
 
@@ -33,6 +37,22 @@ def approvals_section(public_url: str) -> dict[str, Any]:
         for person, token in TOKENS.items()
     ]
     return {"public_url": public_url, "login": "tokens", "tokens": tokens}
+
+
+def token_page_data(profile: Profile, tmp: Path, public_url: str, *, timeout: float = 2) -> dict[str, Any]:
+    """The profile's config with its write tool in url mode, bob and carol's approver tokens, the page at
+    ``public_url``, the backend's database, the SQLite store and the state under ``tmp`` (so gateways made from
+    it share all three, and the secret key)."""
+    data = config_data(
+        profile,
+        tmp / "backend.db",
+        *profile.seed_demo,
+        store=f"sqlite:{tmp}/gateway.db",
+        state_dir=tmp / "state",
+        tools=url_mode(profile.write_tool, timeout=timeout),
+    )
+    data["approvals"] = approvals_section(public_url)
+    return data
 
 
 class PageUser:

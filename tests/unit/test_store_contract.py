@@ -15,7 +15,17 @@ import pytest
 from gateway.approvals.lifecycle import decide, new_approval
 from gateway.audit.chain import ChainKeys, verify
 from gateway.errors import StoreInUse
-from gateway.records import KEY_TRANSITIONS, TOMBSTONE_SECONDS, AuditEntry, Expired, KeyRecord, KeyState, Plan
+from gateway.identity.person import person_id
+from gateway.records import (
+    KEY_TRANSITIONS,
+    TOMBSTONE_SECONDS,
+    ApproverSession,
+    AuditEntry,
+    Expired,
+    KeyRecord,
+    KeyState,
+    Plan,
+)
 from gateway.stores import Store, open_store
 
 pytestmark = pytest.mark.anyio
@@ -50,6 +60,20 @@ def make_plan(plan_id: str = "pl_one", *, expires_at: float | None = None, targe
         arguments={"tenantId": target, "fixture": "empty"},
         summary={"rowsDeleted": 812, "rowsInserted": 0},
         expires_at=time.time() + 600 if expires_at is None else expires_at,
+    )
+
+
+def approver_session(session_id: str, now: float, *, seconds: float = 3600, person: str = "bob") -> ApproverSession:
+    return ApproverSession(
+        session_id,
+        person_id("https://idp.test", person),
+        f"{person}@example.test",
+        via="oidc",
+        audience="https://gw.example.com",
+        csrf="csrf-" + session_id,
+        created_at=now,
+        expires_at=now + seconds,
+        facts={"sub": person, "iss": "https://idp.test"},
     )
 
 
@@ -288,6 +312,24 @@ class StoreContract:
         for approval in (older, newer, gone):
             await store.put_approval(approval)
         assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
+
+    async def test_a_session_is_kept_whole_until_it_expires_or_is_revoked(self, store: Store) -> None:
+        now = time.time()
+        kept = approver_session("as_kept", now)
+        await store.put_session(kept)
+        await store.put_session(approver_session("as_short", now, seconds=1))
+        assert await store.get_session("as_kept", now) == kept
+        assert await store.get_session("as_short", now + 2) is None  # expired: gone for every replica
+        assert await store.get_session("as_nothing", now) is None
+        assert await store.delete_session("as_kept")
+        assert not await store.delete_session("as_kept")
+        assert await store.get_session("as_kept", now) is None
+
+    async def test_sessions_lists_the_live_ones_newest_first(self, store: Store) -> None:
+        now = time.time()
+        for number, seconds in enumerate((3600, 3600, 0.25)):
+            await store.put_session(approver_session(f"as_{number}", now + number, seconds=seconds))
+        assert [session.session_id for session in await store.sessions(now + 2.5)] == ["as_1", "as_0"]
 
     async def test_this_process_may_serve_the_store_and_take_it_again(self, store: Store) -> None:
         await store.serve_from("test process")

@@ -1,5 +1,11 @@
 """What the page's two faces (the HTML forms and the approvers' JSON API) share: the headers every answer carries,
-the open approvals as rows, and recording one person's decision.
+the open approvals as rows, approver tokens checked under their rate limits, and recording one person's decision.
+
+Approver-token attempts (the page's token sign-in, every call of the JSON API), right or wrong, each take one
+token from two buckets in the store: one for the source address and one for the token presented (by a digest, so
+the bucket's name reveals nothing), each refilled at ``[approvals] token_attempts_per_minute``. Guessing from many
+addresses, or trying one stolen token from many, is slowed the same way, and the buckets are shared by every
+replica on a shared store.
 
 A decision is stored with a compare-and-set on the approval's revision, retried when another decision landed
 first, so two approvers deciding at once on two replicas both count (or one is refused by the rules), never lost.
@@ -9,12 +15,16 @@ subject, with the verified email or display claim shown beside them (gateway/ide
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from starlette.requests import Request
 
 from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
+from gateway.http.page.login import Approver, token_approver
 from gateway.identity.person import audited
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
@@ -57,6 +67,34 @@ class Person(Protocol):
     def name(self) -> str: ...
     @property
     def facts(self) -> dict[str, Any]: ...
+
+
+class TooManyAttempts(Exception):
+    """Approver-token attempts from this source, or with this token, came faster than the config allows."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"retry after {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
+def source_of(request: Request) -> str:
+    """Where a request came from, as the attempt limits count it (the peer address the edge admitted)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+async def approver_by_token(gw: Gateway, source: str, token: str) -> Approver | None:
+    """The approver an approver token belongs to (None: no such token), counted against the attempt limits;
+    TooManyAttempts once either bucket is empty (nothing is compared then)."""
+    rate = gw.config.approvals.token_attempts_per_minute
+    digest = hashlib.sha256(b"gateway/approver-attempt/v1:" + token.encode()).hexdigest()[:32]
+    now = gw.clock()
+    waits = [
+        await gw.store.take_token(f"approver-token:source:{source}", rate / 60, rate, now),
+        await gw.store.take_token(f"approver-token:token:{digest}", rate / 60, rate, now),
+    ]
+    if max(waits) > 0:
+        raise TooManyAttempts(max(waits))
+    return token_approver(gw.config.approvals.tokens, token)
 
 
 async def record(

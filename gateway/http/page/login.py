@@ -23,7 +23,7 @@ import os
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 import httpx
@@ -51,6 +51,9 @@ class Approver:
     """What is shown beside the person (display claim, verified email, or the token's configured name)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, the rule's claim."""
+    via: Literal["oidc", "token"] = "oidc"
+    token_sha256: str | None = None
+    """For an approver token, the configured token's SHA-256 (a session ends when the config drops it)."""
 
 
 def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
@@ -81,7 +84,8 @@ def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
     for entry in tokens:
         if hmac.compare_digest(digest, entry.sha256):
             facts = {"sub": entry.subject, "iss": entry.issuer}
-            return Approver(person_id(entry.issuer, entry.subject), entry.name or entry.subject, facts)
+            person = person_id(entry.issuer, entry.subject)
+            return Approver(person, entry.name or entry.subject, facts, via="token", token_sha256=entry.sha256)
     return None
 
 

@@ -25,6 +25,7 @@ import hmac
 import logging
 import secrets
 from functools import partial
+from math import ceil
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
@@ -37,11 +38,11 @@ from starlette.routing import Route
 
 from gateway.approvals.lifecycle import Refused, State, approval_url, approved_by, may_decide, state
 from gateway.http.page.api import ApprovalApi, api_answer
-from gateway.http.page.decisions import HEADERS, open_rows, record
-from gateway.http.page.login import Approver, LoginFailed, OidcClient, token_approver
-from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Session, Sessions, Signer
+from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, open_rows, record, source_of
+from gateway.http.page.login import Approver, LoginFailed, OidcClient
+from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Sessions, Signer
 from gateway.identity.principal import readable
-from gateway.records import Approval
+from gateway.records import Approval, ApproverSession
 from gateway.runtime import Gateway
 from gateway.text import quoted, rfc3339, shown
 
@@ -54,6 +55,7 @@ REFUSALS = {
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
     Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
 }
+TOO_MANY = "Too many approver-token attempts from here or with that token; try again in {seconds} seconds."
 
 
 class ApprovalPage:
@@ -62,8 +64,8 @@ class ApprovalPage:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         config = gw.config.approvals
-        self.sessions = Sessions(gw.keys, config.session_seconds)
-        self.login_state = Signer(gw.keys, "login")
+        self.sessions = Sessions(gw)
+        self.login_state = Signer(gw.keys, f"login:{gw.approvals_url}")
         self.api = ApprovalApi(gw)
         self.oidc: OidcClient | None = None
         issuer = gw.config.oidc_issuer()
@@ -96,7 +98,7 @@ class ApprovalPage:
         ]
 
     async def listing(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._to_login("/approvals")
         return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=None)
@@ -120,7 +122,7 @@ class ApprovalPage:
         return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=results)
 
     async def detail(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         approval_id = request.path_params["approval_id"]
         if session is None:
             return self._to_login(approval_url("", approval_id))
@@ -168,7 +170,12 @@ class ApprovalPage:
         if kept is None or form is None:
             return self._forged("the sign-in page")
         token = form.get("token")
-        approver = token_approver(self.gw.config.approvals.tokens, token) if isinstance(token, str) else None
+        try:
+            approver = await approver_by_token(self.gw, source_of(request), token) if isinstance(token, str) else None
+        except TooManyAttempts as slow:
+            response = self._message(None, "Too many attempts", TOO_MANY.format(seconds=ceil(slow.retry_after)), 429)
+            response.headers["Retry-After"] = str(ceil(slow.retry_after))
+            return response
         if approver is None:
             csrf = secrets.token_urlsafe(24)
             response = self._render(
@@ -177,7 +184,7 @@ class ApprovalPage:
             self._set_login_state(response, {"csrf": csrf, "next": kept.get("next", "/approvals")})
             response.status_code = 401
             return response
-        return self._signed_in(approver, _safe_next(kept.get("next")))
+        return await self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def callback(self, request: Request) -> Response:
         kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
@@ -189,11 +196,12 @@ class ApprovalPage:
         except LoginFailed as exc:
             log.warning("approver login refused: %s", exc)
             return self._message(None, "Sign-in failed", "The identity provider's answer did not hold.", 401)
-        return self._signed_in(approver, _safe_next(kept.get("next")))
+        return await self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def logout(self, request: Request) -> Response:
         if await self._signed_in_form(request) is None:
             return self._forged()
+        await self.sessions.end(request.cookies.get(SESSION_COOKIE))  # revoked in the store, for every replica
         response = self._message(None, "Signed out", "You are signed out.", 200)
         response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
         return response
@@ -208,9 +216,9 @@ class ApprovalPage:
         if request.url.path.startswith("/approvals/api/"):
             return api_answer({"error": "the gateway's store cannot be reached right now; try again"}, 503)
         text = "The gateway's store cannot be reached right now."
-        return self._message(self._session(request), "Try again", text, 503)
+        return self._message(None, "Try again", text, 503)
 
-    def _detail(self, session: Session, approval: Approval, notice: str | None) -> Response:
+    def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
         current = state(approval, now)
         own = not may_decide(approval, session.person)
@@ -230,8 +238,8 @@ class ApprovalPage:
             notice_kind="refused" if notice else "",
         )
 
-    def _signed_in(self, approver: Approver, target: str) -> Response:
-        _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock(), approver.facts)
+    async def _signed_in(self, approver: Approver, target: str) -> Response:
+        _, cookie = await self.sessions.start(approver)
         response = self._redirect(target)
         response.set_cookie(
             SESSION_COOKIE,
@@ -251,12 +259,12 @@ class ApprovalPage:
             LOGIN_COOKIE, value, max_age=LOGIN_SECONDS, path="/", secure=True, httponly=True, samesite="lax"
         )
 
-    def _session(self, request: Request) -> Session | None:
-        return self.sessions.read(request.cookies.get(SESSION_COOKIE), self.gw.clock())
+    async def _session(self, request: Request) -> ApproverSession | None:
+        return await self.sessions.read(request.cookies.get(SESSION_COOKIE))
 
-    async def _signed_in_form(self, request: Request) -> tuple[Session, FormData] | None:
+    async def _signed_in_form(self, request: Request) -> tuple[ApproverSession, FormData] | None:
         """The signed-in session and the form it POSTed from this page, or None."""
-        session = self._session(request)
+        session = await self._session(request)
         form = await self._form_from_page(request, session.csrf if session is not None else None)
         return (session, form) if session is not None and form is not None else None
 
@@ -273,13 +281,13 @@ class ApprovalPage:
         base = self.gw.approvals_url
         return base is not None and _origin(origin) == _origin(base)
 
-    def _render(self, template: str, session: Session | None, **values: Any) -> HTMLResponse:
+    def _render(self, template: str, session: ApproverSession | None, **values: Any) -> HTMLResponse:
         html = self.templates.get_template(template).render(
             gateway_name=self.gw.config.gateway.name, session=session, **values
         )
         return HTMLResponse(html, headers=HEADERS)
 
-    def _message(self, session: Session | None, title: str, text: str, status: int) -> HTMLResponse:
+    def _message(self, session: ApproverSession | None, title: str, text: str, status: int) -> HTMLResponse:
         response = self._render("message.html", session, title=title, text=text)
         response.status_code = status
         return response
