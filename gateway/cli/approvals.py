@@ -108,7 +108,7 @@ def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool, ask
             refused = True
             continue
         response = http.post(f"/approvals/api/{approval_id}", json={"decision": verdict})
-        if response.status_code in (401, 403):
+        if response.status_code in (401, 403, 429):
             _ok(response)
             return 2
         body: dict[str, Any] = (
@@ -168,6 +168,12 @@ def _ok(response: httpx.Response) -> bool:
         return False
     if response.status_code == 404:
         print("mcp-safety-gateway approvals: this gateway serves no approval page (no [approvals])", file=sys.stderr)
+        return False
+    if response.status_code == 429:
+        wait = escaped(response.headers.get("retry-after", "a few"))
+        print(
+            f"mcp-safety-gateway approvals: too many approver-token attempts; retry in {wait} seconds", file=sys.stderr
+        )
         return False
     if not response.is_success:
         print(f"mcp-safety-gateway approvals: the gateway answered HTTP {response.status_code}", file=sys.stderr)
