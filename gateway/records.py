@@ -223,6 +223,13 @@ class Approval:
     four_eyes: bool
     decisions: tuple[Decision, ...] = ()
     rev: int = 0
+    caller_display: str | None = None
+    """What the page shows beside the requester's (issuer, subject): their token's display claim or verified email."""
+    target_name: str | None = None
+    """The target's name as the backend reported it when the approval was asked for (shown quoted: its report)."""
+    result: dict[str, Any] | None = None
+    """What became of the write once approved, recorded by the write path (gateway/approvals/results.py):
+    ``outcome`` (applied, unknown, backend_error, refused), ``code``, ``version`` after it, ``at``."""
 
 
 @dataclass(frozen=True)

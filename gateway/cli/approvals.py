@@ -132,7 +132,7 @@ def _facts(approval: dict[str, Any]) -> str:
     """Everything a decision binds, one fact a line, every value from outside escaped."""
     lines = [
         f"approval {escaped(approval['approvalId'])}",
-        f"  tool       {escaped(approval['tool'])} on {quoted(approval['target'])}",
+        f"  tool       {escaped(approval['tool'])} on {quoted(approval['target'])}{_named(approval)}",
         f"  version    {shown(approval['version'])}",
         f"  arguments  {_pairs(approval['arguments'])}",
         f"  numbers    {_pairs(approval['summary'])}",
@@ -142,6 +142,11 @@ def _facts(approval: dict[str, Any]) -> str:
         f"  question   {quoted(approval['question'])}",
     ]
     return "\n".join(lines)
+
+
+def _named(approval: dict[str, Any]) -> str:
+    name = approval.get("targetName")
+    return f" named {quoted(name)}" if isinstance(name, str) else ""
 
 
 def _pairs(values: dict[str, Any]) -> str:

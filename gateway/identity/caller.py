@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
-from gateway.identity.person import PERSON_ISSUER, STATIC_ISSUER, person_id
+from gateway.identity.person import DISPLAY, PERSON_ISSUER, STATIC_ISSUER, person_id
 from gateway.identity.principal import Principal, encode
 
 
@@ -49,6 +49,14 @@ def current_person() -> str | None:
     client, issuer, subject = principal_components(token)
     stated = (token.claims or {}).get(PERSON_ISSUER)  # a static token's holder, as the config names them
     return person_id(str(stated or issuer or STATIC_ISSUER), subject or client)
+
+
+def current_display() -> str | None:
+    """What the approval page shows beside the caller's (issuer, subject): their token's display claim or verified
+    email, as the verifier kept it; None without one."""
+    token = get_access_token()
+    shown = (token.claims or {}).get(DISPLAY) if token is not None else None
+    return shown if isinstance(shown, str) else None
 
 
 def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from urllib.parse import quote
 
 STATIC_ISSUER = "static"
 """The issuer of people known only from the config: a static bearer token or an approver token that names none."""
+DISPLAY = "gateway_display"
+"""The access-token claim a caller's display (``display_of``) travels in to ``current_display``."""
 PERSON_ISSUER = "gateway_person_issuer"
 """The access-token claim a static token's configured ``issuer`` travels in to ``current_person``; not ``iss``: the
 token was not issued there, and the caller it makes stays (none, client, subject)."""
@@ -27,6 +29,17 @@ token was not issued there, and the caller it makes stays (none, client, subject
 def person_id(issuer: str, subject: str) -> str:
     """One unambiguous string for (issuer, subject); an issuer's trailing slash is not part of it."""
     return json.dumps([issuer.rstrip("/") or issuer, subject], separators=(",", ":"))
+
+
+def display_of(claims: dict[str, Any], display_claim: str | None) -> str | None:
+    """What is shown beside a person's (issuer, subject), from their token's claims: the configured display claim,
+    else the email the issuer states verified (``email_verified: true``), else nothing. Never the ``name`` claim
+    unless the operator chose it: people set it themselves ("Bob Builder")."""
+    chosen = claims.get(display_claim) if display_claim is not None else None
+    if isinstance(chosen, str) and chosen.strip():
+        return chosen[:128]
+    email = claims.get("email")
+    return email[:128] if isinstance(email, str) and email and claims.get("email_verified") is True else None
 
 
 def person_parts(person: str) -> tuple[str, str] | None:

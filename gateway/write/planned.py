@@ -23,6 +23,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals import results
 from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import (
     Choice,
@@ -38,7 +39,7 @@ from gateway.approvals.policy import (
 from gateway.config import PreviewTool, WriteTool
 from gateway.config.expressions import MISSING
 from gateway.errors import Code, ToolError
-from gateway.identity.caller import caller_facts, current_person
+from gateway.identity.caller import caller_facts, current_display, current_person
 from gateway.records import Approval, KeyRecord, Plan, Reply
 from gateway.write.ask import form, page
 from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
@@ -73,6 +74,8 @@ class WriteCall(ClaimedWrite):
     config: WriteTool = field(kw_only=True)
     preview: PreviewTool = field(kw_only=True)
     choice: Choice | None = field(default=None, kw_only=True)
+    approved: bool = field(default=False, kw_only=True)
+    """People approved this call's write on the page (url mode): its result is recorded on the approval."""
 
     @property
     def retention_seconds(self) -> float:
@@ -86,8 +89,9 @@ class WriteCall(ClaimedWrite):
         """The target as it reads now, or None."""
         return await self.gw.reader_for(self.name).find(self.preview.target, target_id)
 
-    async def require_unchanged(self, plan: Plan) -> None:
-        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected."""
+    async def require_unchanged(self, plan: Plan) -> Any:
+        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected.
+        The target as it reads now."""
         target = self.preview.target
         reader = self.gw.reader_for(self.name)
         state = await reader.get(target, plan.target)
@@ -99,6 +103,7 @@ class WriteCall(ClaimedWrite):
             summary=self.preview.summary_of(plan.arguments, state, tables),
         )
         require_unchanged(plan, seen, self.config.preview, target.noun)
+        return state
 
     async def before_claim(self, plan: Plan) -> None:
         """Under the lock, the rules once more: a deny that a race made true refuses here."""
@@ -157,13 +162,22 @@ async def decide(
         # plan reads stale): its key then answers, never a plan refusal that would invite a second write.
         claimed = await _key_record(call, key)
         if claimed is None:
+            await results.refused(gw.store, plan_id, refusal, gw.clock(), past_approval=call.approved)
             raise
         log.info("key claimed by another call while this one was refused (%s); answering by key", refusal.code)
         return await _by_key(call, claimed, plan_id)
     if isinstance(confirmed, types.InputRequiredResult):
         return confirmed
     plan, record = confirmed
-    return await apply_claimed(call, plan, record)
+    if not call.approved:
+        return await apply_claimed(call, plan, record)
+    try:  # an approved write: the page says what became of it
+        answer = await apply_claimed(call, plan, record)
+    except ToolError as refusal:
+        await results.refused(gw.store, plan_id, refusal, gw.clock(), past_approval=True)
+        raise
+    await results.applied(gw.store, plan_id, answer, gw.clock())
+    return answer
 
 
 async def _key_record(call: WriteCall, key: str) -> KeyRecord | None:
@@ -196,13 +210,14 @@ async def _confirmed(
     choice = await _tightened(call, plan, from_plan(plan.approval, call.config))
     decided = decided_by(choice)
     if choice.mode == "url":
-        await call.require_unchanged(plan)
-        request = _approval_request(call, plan, key, message, choice)
+        state = await call.require_unchanged(plan)
+        request = _approval_request(call, plan, key, message, choice, call.preview.target.name_in(state))
         await call.progress(ASKING)
         approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
         call.note(confirmation="approved", extra={**decided, "approvers": approvers_of(approved)})
+        call.approved = True
     else:
         require_form(ctx.session.client_capabilities)
         await call.require_unchanged(plan)
@@ -255,11 +270,15 @@ async def _tightened(call: WriteCall, plan: Plan, choice: Choice) -> Choice:
     return now_choice
 
 
-def _approval_request(call: WriteCall, plan: Plan, key: str, message: str, choice: Choice) -> page.Request:
+def _approval_request(
+    call: WriteCall, plan: Plan, key: str, message: str, choice: Choice, target_name: str | None
+) -> page.Request:
     """What a url-mode write asks the approval page for."""
     return page.Request(
         plan=plan,
         caller_person=current_person(),
+        caller_display=current_display(),
+        target_name=target_name,
         key=key,
         message=message,
         page_url=call.gw.approvals_url,

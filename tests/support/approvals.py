@@ -68,9 +68,14 @@ class PageUser:
         return await self.post("/approvals/login", {"csrf": csrf_of(form.text), "token": TOKENS[person]})
 
     async def decide(self, approval_id: str, verdict: str) -> httpx.Response:
-        """Open the approval and press Approve or Reject."""
+        """Open the approval and press Approve, or Reject and then "Yes, reject" on the question that follows."""
         page = await self.http.get(f"/approvals/{approval_id}")
-        return await self.post(f"/approvals/{approval_id}", {"csrf": csrf_of(page.text), "decision": verdict})
+        form = {"csrf": csrf_of(page.text), "decision": verdict}
+        answer = await self.post(f"/approvals/{approval_id}", form)
+        if verdict != "reject":
+            return answer
+        assert answer.status_code == 200 and 'name="confirmed" value="yes"' in answer.text, answer.text[:400]
+        return await self.post(f"/approvals/{approval_id}", {**form, "confirmed": "yes"})
 
     async def post(self, path: str, data: dict[str, str]) -> httpx.Response:
         """A form POST as a browser sends it from this page."""

@@ -9,6 +9,7 @@ through the gateway's authorization-code + PKCE login. ``reset_tenant`` needs on
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -128,9 +129,10 @@ async def agent(site: Site, era: str, replica: int = 0, answers: Any = None) -> 
     )
 
 
-async def signed_in(site: Site, url: str, person: str) -> Any:
-    """A browser tab on ``url``, signed in as ``person`` at the identity provider on the way."""
-    page = await (await site.browser.new_context()).new_page()
+async def signed_in(site: Site, url: str, person: str, **context: Any) -> Any:
+    """A browser tab on ``url``, signed in as ``person`` at the identity provider on the way (``context``: the
+    browser's own settings, such as its time zone)."""
+    page = await (await site.browser.new_context(**context)).new_page()
     await page.goto(url)
     await browser.sign_in_at_provider(page, person)
     await page.wait_for_url(url + "*")
@@ -168,13 +170,18 @@ async def audit_of(site: Site, plan_id: str) -> list[AuditEntry]:
         await store.close()
 
 
+async def screenshot(page: Any, name: str, tmp_path: Path) -> None:
+    """A picture of the page as the browser shows it; with GATEWAY_SCREENSHOTS set, copied there (docs/images/)."""
+    shot = tmp_path / name
+    await page.screenshot(path=str(shot), full_page=True)
+    if os.environ.get("GATEWAY_SCREENSHOTS"):
+        shutil.copy(shot, Path(os.environ["GATEWAY_SCREENSHOTS"]) / name)
+
+
 async def test_an_approver_signs_in_approves_and_the_write_applies_once(site: Site, era: str, tmp_path: Path) -> None:
     async def bob_approves(url: str) -> None:
-        page = await signed_in(site, url, "bob")
-        shot = tmp_path / "approval-page.png"
-        await page.screenshot(path=str(shot), full_page=True)
-        if os.environ.get("GATEWAY_SCREENSHOTS"):
-            shutil.copy(shot, Path(os.environ["GATEWAY_SCREENSHOTS"]) / "approval-page.png")
+        page = await signed_in(site, url, "bob", timezone_id="Europe/Berlin", locale="en-GB")
+        await screenshot(page, "approval-page.png", tmp_path)
         await page.click("button.approve")
         await page.wait_for_load_state()
         assert "approved" in await page.inner_text("dd.state")
@@ -201,6 +208,10 @@ async def test_a_rejected_write_writes_nothing(site: Site, era: str) -> None:
         page = await signed_in(site, url, "carol")
         await page.click("button.reject")
         await page.wait_for_load_state()
+        assert await page.inner_text("h1") == "Reject this write?"  # asked once more
+        await page.click("button.confirm")
+        await page.wait_for_load_state()
+        assert await page.inner_text("h1") == "Rejected"
 
     before = TENANTS.snapshot(site.db, TENANTS.other), TENANTS.write_count(site.db)
     async with await agent(site, era, answers=opens_the_link(site, carol_rejects)) as client:
@@ -294,6 +305,7 @@ async def test_an_expired_approval_is_refused_and_writes_nothing(site: Site) -> 
         page = await signed_in(site, error_body(pending)["details"]["url"], "bob")
         assert await page.locator("button.approve").count() == 0
         assert "expired" in await page.inner_text("dd.state")
+        assert await page.inner_text("h1") == "Expired: nothing was written"  # no longer "Approve this write?"
         retried = await client.call_tool("quick_reset", args)
     assert error_code(retried) == "plan_expired"
     assert TENANTS.write_count(site.db) == before
@@ -315,3 +327,66 @@ async def test_the_page_on_one_replica_and_the_retry_on_another(site: Site) -> N
     assert not applied.is_error, applied.content
     assert replayed.structured_content == {**(applied.structured_content or {}), "replayed": True}
     assert TENANTS.write_count(site.db) == before + 1
+
+
+async def test_after_approve_the_page_says_the_write_ran_and_shows_the_requester_as_a_person(
+    site: Site, era: str, tmp_path: Path
+) -> None:
+    """The agent cannot open links, so bob's Approve leaves the write for its retry: the page says so, then (looking
+    again by itself) that it ran, with the version. Times show in bob's own zone beside UTC, the requester as a
+    person (alice's issuer, subject and verified email, and the client she used), the tenant by its reported name."""
+    before = TENANTS.write_count(site.db)
+    async with await agent(site, era) as client:
+        plan = await preview(client, TENANTS, TENANTS.other)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        pending = await client.call_tool("reset_tenant", args)
+        url = error_body(pending)["details"]["url"]
+        page = await signed_in(site, url, "bob", timezone_id="America/New_York", locale="en-US")
+        facts = await page.inner_text("dl.facts")
+        assert f"alice ({site.provider.issuer}) <alice@example.test> using agent-app" in facts
+        assert '"tn_search02" named "Search QA"' in facts
+        local = await page.locator("span.local").first.inner_text()  # the page's script, in bob's zone
+        assert re.search(r"\b(EST|EDT|GMT-[45])\b", local), local
+        await page.click("button.approve")
+        await page.wait_for_load_state()
+        assert await page.inner_text("h1") == "Approved: the write has not run yet"
+        await screenshot(page, "approval-approved.png", tmp_path)
+        assert TENANTS.write_count(site.db) == before
+        applied = await client.call_tool("reset_tenant", args)
+    assert not applied.is_error, applied.content
+    await page.wait_for_selector("h1:text-is('Approved and applied')", timeout=15_000)  # the page looked again
+    version = (applied.structured_content or {})["version"]
+    assert f"version {version} after it" in await page.inner_text("p.outcome")
+    await screenshot(page, "approval-applied.png", tmp_path)
+    assert TENANTS.write_count(site.db) == before + 1
+
+
+async def test_the_list_keeps_what_was_decided_apart_and_shows_every_argument(site: Site, tmp_path: Path) -> None:
+    """Two writes wait; one is rejected in a batch, which asks once more first. The list shows what waits, newest
+    first, with each write's arguments and question; the Rejected filter shows the other."""
+    before = TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)
+    ids = []
+    async with await agent(site, "2026-07-28") as client:
+        for variant in (0, 1):
+            plan = await preview(client, TENANTS, TENANTS.spare, variant)
+            pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+            assert error_code(pending) == "approval_pending"
+            ids.append(approval_id_for(plan["planId"]))
+    page = await signed_in(site, f"{site.urls[0]}/approvals", "carol", timezone_id="Asia/Tokyo", locale="en-GB")
+    rows = page.locator("tbody tr")
+    assert await rows.nth(0).locator("a").get_attribute("href") == f"/approvals/{ids[1]}"  # newest first
+    listed = await page.inner_text("tbody")
+    assert 'fixture="smoke"' in listed and 'fixture="empty"' in listed and "rows in tn_billing03" in listed
+    await screenshot(page, "approval-list.png", tmp_path)
+    await page.check(f"input[value='{ids[0]}']")
+    await page.click("button.reject")
+    await page.wait_for_load_state()
+    assert await page.inner_text("h1") == "Reject this write?"
+    await page.click("button.confirm")
+    await page.wait_for_load_state()
+    assert f"{ids[0]}: rejected" in await page.inner_text("ul.notice")
+    await page.click("nav.filters >> text=Rejected")
+    await page.wait_for_url("**show=rejected")
+    shown = [await link.get_attribute("href") for link in await page.locator("tbody a").all()]
+    assert f"/approvals/{ids[0]}" in shown and f"/approvals/{ids[1]}" not in shown
+    assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before

@@ -17,8 +17,9 @@ from starlette.routing import Route
 
 from gateway.approvals.lifecycle import approval_facts, approval_url, approved_by, may_decide, state
 from gateway.errors import Code
-from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, open_rows, record, source_of
+from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
 from gateway.http.page.login import Approver
+from gateway.http.page.views import rows
 from gateway.records import Approval
 from gateway.runtime import Gateway
 
@@ -41,8 +42,8 @@ class ApprovalApi:
         if not isinstance(approver, Approver):
             return approver
         now = self.gw.clock()
-        rows = await open_rows(self.gw, approver.person)
-        return api_answer({"approvals": [self._facts(row.approval, now, approver.person) for row in rows]})
+        found = [row.approval for row in await rows(self.gw, approver.person, "all") if row.approval.expires_at > now]
+        return api_answer({"approvals": [self._facts(approval, now, approver.person) for approval in found]})
 
     async def decision(self, request: Request) -> Response:
         approver = await self._bearer(request)

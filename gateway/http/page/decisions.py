@@ -1,5 +1,5 @@
 """What the page's two faces (the HTML forms and the approvers' JSON API) share: the headers every answer carries,
-the open approvals as rows, approver tokens checked under their rate limits, and recording one person's decision.
+approver tokens checked under their rate limits, and recording one person's decision.
 
 Approver-token attempts (the page's token sign-in, every call of the JSON API), right or wrong, each take one
 token from two buckets in the store: one for the source address and one for the token presented (by a digest, so
@@ -16,12 +16,11 @@ subject, with the verified email or display claim shown beside them (gateway/ide
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from starlette.requests import Request
 
-from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
+from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, state
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
 from gateway.http.page.login import Approver, token_approver
@@ -31,7 +30,8 @@ from gateway.runtime import Gateway
 
 HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none';"
+        " base-uri 'none'"
     ),
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -40,22 +40,6 @@ HEADERS = {
 }
 ATTEMPTS = 8
 """How many times a decision is tried against approvals that keep changing before the store counts as failing."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One open approval as a person sees it in the list."""
-
-    approval: Approval
-    state: str
-    own: bool
-
-
-async def open_rows(gw: Gateway, person: str) -> list[Row]:
-    """The open approvals, each with its state and whether it is this person's own write."""
-    now = gw.clock()
-    approvals = await gw.store.open_approvals(now)
-    return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
 
 
 class Person(Protocol):

@@ -30,7 +30,7 @@ import httpx
 import jwt
 
 from gateway.config import ApproverToken, OidcLogin
-from gateway.identity.person import person_id
+from gateway.identity.person import display_of, person_id
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -66,16 +66,6 @@ def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
     if isinstance(held, str) or (isinstance(held, list) and all(isinstance(value, str) for value in held)):
         facts[str(claim)] = held[:64] if isinstance(held, list) else held
     return facts
-
-
-def display_of(claims: dict[str, Any], facts: dict[str, Any], display_claim: str | None) -> str:
-    """What the page and the audit show beside a signed-in person's (issuer, subject): the configured display
-    claim, else the email the provider states verified, else the subject. Never the ``name`` claim unless the
-    operator chose it: people set it themselves ("Bob Builder")."""
-    chosen = claims.get(display_claim) if display_claim is not None else None
-    if isinstance(chosen, str) and chosen.strip():
-        return chosen[:128]
-    return str(facts.get("email") or claims["sub"])
 
 
 def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
@@ -150,7 +140,8 @@ class OidcClient:
         if not isinstance(subject, str) or not subject:
             raise LoginFailed("no subject")
         facts = approver_facts(claims, self._claim)
-        return Approver(person_id(str(claims["iss"]), subject), display_of(claims, facts, self._display), facts)
+        shown = display_of(claims, self._display) or subject
+        return Approver(person_id(str(claims["iss"]), subject), shown, facts)
 
     async def _verified(self, token: str, metadata: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -79,6 +79,9 @@ class Request:
     """How many approvals the caller may have waiting at once ([approvals] max_pending_per_caller)."""
     announce: Callable[[Approval, str], None] | None = None
     """Told about a new approval and its link (the rule's webhook), without waiting."""
+    caller_display: str | None = None
+    target_name: str | None = None
+    """Shown on the page beside the requester and the target (gateway.records.Approval)."""
 
 
 async def approve(
@@ -107,7 +110,14 @@ async def _approval_for(request: Request, store: Store, now: float) -> Approval:
     if found is None:
         await _require_room(request, store, now)
         made = new_approval(
-            plan, request.caller_person, request.message, now, needed=request.approvers, four_eyes=request.four_eyes
+            plan,
+            request.caller_person,
+            request.message,
+            now,
+            needed=request.approvers,
+            four_eyes=request.four_eyes,
+            caller_display=request.caller_display,
+            target_name=request.target_name,
         )
         found = await store.put_approval(made)
         if found == made and request.announce is not None and request.page_url is not None:

@@ -3,7 +3,8 @@
 // signs in approvers with the authorization-code flow + PKCE (the gateway's approval page is a public client).
 // Any login name is accepted (dev interactions): the name becomes the account's `sub`, with a verified email
 // `sub@example.test` and a `name` the person chose (OPTIONS.claims, `{sub: {claim: value}}`, overrides any of them).
-// ID tokens carry those claims (as Google's and many providers' do), not only the userinfo endpoint.
+// ID tokens carry those claims (as Google's and many providers' do), not only the userinfo endpoint, and access
+// tokens the email.
 // Access tokens are JWTs for the resource the agent asks for, or opaque for one of OPTIONS.opaque: those a resource
 // server checks at the RFC 7662 introspection endpoint as client `gateway-introspection` (secret
 // `introspection-secret`, HTTP Basic).
@@ -57,6 +58,12 @@ const provider = new Provider(issuer, {
   scopes: ['openid', 'email', 'profile', ...scopes.split(' ')],
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   conformIdTokenClaims: false,
+  // Access tokens name the person as many providers' do: their email, and whether it is verified.
+  extraTokenClaims: async (ctx, token) => {
+    if (!token.accountId) return {};
+    const { email, email_verified } = accountClaims(token.accountId);
+    return { email, email_verified };
+  },
   findAccount: async (_, sub) => ({ accountId: sub, claims: async () => accountClaims(sub) }),
   features: {
     devInteractions: { enabled: true },
