@@ -186,7 +186,8 @@ class Approvals(Protocol):
         ...
 
     async def open_approvals(self, now: float) -> list[Approval]:
-        """Every approval that has not expired, newest first (the approval page's list)."""
+        """Every approval still kept that expires after ``now``, newest first (the approval page's list; it asks
+        from an hour back, TOMBSTONE_SECONDS, to show the expired ones the store still keeps)."""
         ...
 
 
