@@ -312,6 +312,8 @@ class StoreContract:
         for approval in (older, newer, gone):
             await store.put_approval(approval)
         assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
+        kept = await store.open_approvals(now - TOMBSTONE_SECONDS)  # the page's expired filter: an hour back
+        assert [a.plan_id for a in kept] == ["pl_newer", "pl_older", "pl_gone"]
 
     async def test_a_session_is_kept_whole_until_it_expires_or_is_revoked(self, store: Store) -> None:
         now = time.time()
