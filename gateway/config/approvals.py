@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gateway.config.sections import Model, require_secure
-from gateway.identity.person import STATIC_ISSUER
+from gateway.config.sections import STATIC_ISSUER, Model, require_secure
 
 RULE_VARIABLES: dict[str, Any] = {
     "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},

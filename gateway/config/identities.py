@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gateway.config.approvals import ApprovalsSection
-from gateway.config.sections import AuthSection
-from gateway.identity.person import STATIC_ISSUER
+from gateway.config.sections import STATIC_ISSUER, AuthSection
 
 Space = dict[str, str]
 """Issuer (without a trailing slash) -> the config key it comes from."""

@@ -59,6 +59,11 @@ class Limits(Model):
     max_string_bytes: int = Field(65_536, gt=0)
 
 
+STATIC_ISSUER = "static"
+"""The issuer of people known only from the config: a static bearer token or an approver token that names none
+(gateway/identity/person.py compares people as (issuer, subject))."""
+
+
 class StaticToken(Model):
     """A bearer token known by its SHA-256 (hex); the token itself is never stored."""
 

@@ -8,7 +8,8 @@ refuses a config whose sources cannot meet (gateway.config). A name a person cho
 ``name``) is never part of it: the audit records the pair, with a verified email or the configured display claim
 beside it (``audited``).
 
-Standard library only: the audit listing renders people without loading the HTTP stack.
+Beside the standard library it reads only the config's STATIC_ISSUER: the audit listing renders people without
+loading the HTTP stack.
 """
 
 from __future__ import annotations
@@ -17,8 +18,19 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-STATIC_ISSUER = "static"
-"""The issuer of people known only from the config: a static bearer token or an approver token that names none."""
+from gateway.config.sections import STATIC_ISSUER
+
+__all__ = [
+    "DISPLAY",
+    "PERSON_ISSUER",
+    "STATIC_ISSUER",
+    "audited",
+    "display_of",
+    "person_id",
+    "person_parts",
+    "readable_person",
+]
+
 DISPLAY = "gateway_display"
 """The access-token claim a caller's display (``display_of``) travels in to ``current_display``."""
 PERSON_ISSUER = "gateway_person_issuer"
