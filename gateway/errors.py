@@ -121,8 +121,11 @@ MEANINGS: dict[Code, Meaning] = {
         "use a client that supports elicitation, over stdio or stateful HTTP",
     ),
     Code.NOT_CONFIRMED: Meaning(
-        "declined, cancelled, wrong typed confirmation, or no answer in time",
-        "nothing was changed; a decline or cancel used the plan up: preview again only if the user wants it",
+        "declined, cancelled, wrong typed confirmation, no answer in time, rejected on the approval page, or the"
+        " approval link not opened",
+        "nothing was changed; a form's decline or cancel, or a Reject on the page, used the plan up: preview again"
+        " only if the user wants it; a link not opened used nothing up (the write still waits at `details.url`:"
+        " retry with the same key)",
     ),
     Code.APPROVAL_PENDING: Meaning(
         "the write waits for people to approve it on the gateway's page (`details.url`, until `details.expiresAt`)",

@@ -7,6 +7,7 @@
     AuditEntry  one decision of a write tool, hash-chained when stored
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
+    ApproverSession  a person signed in on the approval page, kept so every replica agrees and it can be revoked
     Task        a url-mode write a client follows as an MCP task while people decide, and its result
 
 and the tables of a key's life (KEY_TRANSITIONS), which the write path and every store consult, and of a task's
@@ -192,9 +193,9 @@ class Decision:
     """One approver's answer on the approval page."""
 
     approver: str
-    """Who, as ``issuer|subject`` (an identity provider's login) or ``token|name`` (an approver token)."""
+    """Who: ``person_id(issuer, subject)`` (gateway/identity/person.py), for a sign-in and an approver token alike."""
     name: str
-    """How the page and the audit show them."""
+    """What is shown beside them: the configured display claim, a verified email, or an approver token's name."""
     verdict: Literal["approve", "reject"]
     at: float
 
@@ -204,7 +205,7 @@ class Approval:
     """A planned write that waits for people to approve it on the gateway's own page (``confirm = "url"``).
 
     It is bound to the plan it was made for (id, caller, tool, target, version, numbers): an approval of other
-    facts approves nothing. ``caller_person`` is the caller's own identity (``issuer|subject``), so that with
+    facts approves nothing. ``caller_person`` is the caller's own ``person_id(issuer, subject)``, so that with
     ``four_eyes`` nobody approves their own write. ``rev`` counts stored changes (stores replace it only over
     the revision it was read at)."""
 
@@ -226,6 +227,38 @@ class Approval:
     rev: int = 0
     rule: str | None = None
     """The approval rule that asked for people (None: the tool's own ``confirm = "url"``)."""
+    caller_display: str | None = None
+    """What the page shows beside the requester's (issuer, subject): their token's display claim or verified email."""
+    target_name: str | None = None
+    """The target's name as the backend reported it when the approval was asked for (shown quoted: its report)."""
+    result: dict[str, Any] | None = None
+    """What became of the write once approved, recorded by the write path (gateway/approvals/results.py):
+    ``outcome`` (applied, unknown, backend_error, refused), ``code``, ``version`` after it, ``at``."""
+
+
+@dataclass(frozen=True)
+class ApproverSession:
+    """A person signed in on the approval page. Kept in the store, so every replica reads the same sessions, a
+    sign-out or an operator revokes one everywhere, and each request checks it against the current config."""
+
+    session_id: str
+    """The SHA-256 of the cookie's secret (``as_`` + 22 characters): what the operator sees and revokes by. The
+    store never holds what the browser presents."""
+    person: str
+    """``person_id(issuer, subject)`` (gateway/identity/person.py)."""
+    name: str
+    """What is shown beside the person (display claim, verified email, or the approver token's name)."""
+    via: Literal["oidc", "token"]
+    audience: str
+    """The page's public URL the person signed in at: the session is accepted there only."""
+    csrf: str
+    created_at: float
+    expires_at: float
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What ``[approvals.approvers]`` is checked against on every decision (``sub``, ``iss``, a verified
+    ``email``, the rule's claim)."""
+    token_sha256: str | None = None
+    """For a token sign-in, the configured token's SHA-256: a token removed from the config ends its sessions."""
 
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]

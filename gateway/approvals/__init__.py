@@ -3,6 +3,7 @@
     lifecycle  the pure part: an approval's state, who may decide, a decision's effect, the facts it binds
     policy     approval rules in CEL: which mode (form, typed, url, deny) a write takes, from its facts
     notify     webhooks that tell people an approval waits (Slack or plain JSON), signed, in the background
+    results    what became of an approved write (ran, refused with its code), kept on the approval for the page
 
 The write path's side (creating the approval, telling the client, waiting for the decision) is
 gateway/write/ask/page.py; the page people use is gateway/http/page/. Approvals live in the store, so any

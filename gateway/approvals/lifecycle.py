@@ -3,6 +3,7 @@
 state      pending -> approved   when ``approvers_needed`` distinct people approved, none rejected
            pending -> rejected   when anyone rejected (Reject ends the plan)
            any     -> expired    once ``expires_at`` passed (the plan's own expiry)
+shown      what the page says: waiting, approved (for the agent's retry), applied, not applied, rejected, expired
 decide     adds one person's verdict; approving twice is idempotent; a settled approval takes no new
            verdict; with ``four_eyes`` the caller cannot decide their own write
 facts      an approval as JSON, the same in a webhook's notice and in the approval page's JSON API
@@ -18,9 +19,14 @@ from enum import StrEnum
 from typing import Any, Literal
 from urllib.parse import quote
 
+from gateway.identity.person import audited
 from gateway.identity.principal import readable
 from gateway.records import Approval, Decision, Plan
 from gateway.text import rfc3339
+
+WAIT_META = "mcp-safety-gateway/approval"
+"""The ``_meta`` key a url elicitation carries its wait in (gateway/write/ask/page.py sends it, the terminal client
+reads it): ``approvalId``, ``expiresAt`` and ``waitsUntil`` (RFC 3339 UTC)."""
 
 
 class State(StrEnum):
@@ -69,9 +75,13 @@ def new_approval(
     needed: int,
     four_eyes: bool,
     rule: str | None = None,
+    caller_display: str | None = None,
+    target_name: str | None = None,
 ) -> Approval:
     """The approval a url-mode write asks for: the plan's facts, open until the plan expires."""
     return Approval(
+        caller_display=caller_display,
+        target_name=target_name,
         approval_id=approval_id_for(plan.plan_id),
         plan_id=plan.plan_id,
         caller=plan.caller,
@@ -101,9 +111,52 @@ def state(approval: Approval, now: float) -> State:
     return State.PENDING
 
 
+class Shown(StrEnum):
+    """Where a write stands as the page shows it: its approval's state and, once approved, what became of it."""
+
+    WAITING = "waiting"
+    """Nobody has decided yet (the approval is pending)."""
+    APPROVED = "approved"
+    """Approved; the agent's call has not carried it out yet (it waits for the agent's retry)."""
+    APPLIED = "applied"
+    """Approved, and the write ran."""
+    NOT_APPLIED = "not_applied"
+    """Approved, and then refused or failed: the result's outcome and code say how."""
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    """Nobody decided in time, or it was approved and not used before the plan expired: nothing was written."""
+
+
+def shown(approval: Approval, now: float) -> Shown:
+    """Where a write stands, for the page: the approval's state, then what the write path recorded."""
+    current = state(approval, now)
+    if current is State.PENDING:
+        return Shown.WAITING
+    if current is State.REJECTED:
+        return Shown.REJECTED
+    if current is State.EXPIRED:
+        return Shown.EXPIRED
+    result = approval.result
+    if result is None:
+        return Shown.APPROVED if now < approval.expires_at else Shown.EXPIRED
+    return Shown.APPLIED if result.get("outcome") == "applied" else Shown.NOT_APPLIED
+
+
+def with_result(approval: Approval, outcome: str, code: str | None, version: Any, now: float) -> Approval:
+    """The approval with what became of its write (the latest call's outcome replaces an earlier one)."""
+    return replace(approval, result={"outcome": outcome, "code": code, "version": version, "at": now})
+
+
 def approved_by(approval: Approval) -> list[str]:
     """The names of the people who approved, in order."""
     return [decision.name for decision in approval.decisions if decision.verdict == "approve"]
+
+
+def approvers_of(approval: Approval) -> list[dict[str, Any]]:
+    """The people who approved, in order, as the audit keeps them: (issuer, subject) and what was shown beside."""
+    return [
+        audited(decision.approver, decision.name) for decision in approval.decisions if decision.verdict == "approve"
+    ]
 
 
 def may_decide(approval: Approval, approver: str) -> bool:
@@ -150,6 +203,7 @@ def approval_facts(approval: Approval, url: str) -> dict[str, Any]:
         "url": url,
         "tool": approval.tool,
         "target": approval.target,
+        "targetName": approval.target_name,
         "version": approval.version,
         "arguments": approval.arguments,
         "summary": approval.summary,

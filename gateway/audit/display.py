@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gateway.identity.person import readable_person
 from gateway.identity.principal import readable
 from gateway.records import AuditEntry
 from gateway.text import columns, rfc3339
@@ -31,9 +32,16 @@ def rule_of(entry: AuditEntry) -> str:
     return " ".join(named + ([f"unevaluable:{unevaluable}"] if unevaluable else []))
 
 
+def people_of(entry: AuditEntry) -> str:
+    """Who decided: an approval's approver, or the people who approved an applied write, each as (issuer, subject)
+    with the verified email or display claim beside it."""
+    people = entry.extra.get("approvers", [entry.extra["approver"]] if "approver" in entry.extra else [])
+    return ", ".join(readable_person(person) for person in people) if isinstance(people, list) else ""
+
+
 def table(entries: list[AuditEntry]) -> str:
     """Entries as aligned columns, oldest first, every cell escaped (gateway.text)."""
-    rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "rule", "key")]
+    rows = [("seq", "time", "caller", "tool", "target", "outcome", "version", "answer", "by", "rule", "key")]
     for entry in entries:
         outcome = (
             entry.outcome if entry.code is None or entry.code == entry.outcome else f"{entry.outcome}:{entry.code}"
@@ -51,6 +59,7 @@ def table(entries: list[AuditEntry]) -> str:
                 outcome,
                 version,
                 entry.confirmation or "",
+                people_of(entry),
                 rule_of(entry),
                 entry.idempotency_key or "",
             )

@@ -5,6 +5,7 @@ check      ``check``: a config against its backend, the published tool table, ``
 init       ``init``: the built-in config written out to edit
 audit      ``audit list | verify | head | trim``
 approvals  ``approvals list | approve | reject``: the approval API from a terminal
+sessions   ``approvals sessions [--revoke ID] [--person P]``: the operator's list of approver sessions, in the store
 call/      ``call`` and ``tools``: a terminal MCP client that answers prompts at the keyboard
 inspect/   ``inspect``: look at any MCP server and draft the config that wraps it
 actions    what a god-tool's schema says its actions are (shared by ``check`` and ``inspect``)

@@ -108,7 +108,7 @@ def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool, ask
             refused = True
             continue
         response = http.post(f"/approvals/api/{approval_id}", json={"decision": verdict})
-        if response.status_code in (401, 403):
+        if response.status_code in (401, 403, 429):
             _ok(response)
             return 2
         body: dict[str, Any] = (
@@ -132,7 +132,7 @@ def _facts(approval: dict[str, Any]) -> str:
     """Everything a decision binds, one fact a line, every value from outside escaped."""
     lines = [
         f"approval {escaped(approval['approvalId'])}",
-        f"  tool       {escaped(approval['tool'])} on {quoted(approval['target'])}",
+        f"  tool       {escaped(approval['tool'])} on {quoted(approval['target'])}{_named(approval)}",
         f"  version    {shown(approval['version'])}",
         f"  arguments  {_pairs(approval['arguments'])}",
         f"  numbers    {_pairs(approval['summary'])}",
@@ -142,6 +142,11 @@ def _facts(approval: dict[str, Any]) -> str:
         f"  question   {quoted(approval['question'])}",
     ]
     return "\n".join(lines)
+
+
+def _named(approval: dict[str, Any]) -> str:
+    name = approval.get("targetName")
+    return f" named {quoted(name)}" if isinstance(name, str) else ""
 
 
 def _pairs(values: dict[str, Any]) -> str:
@@ -168,6 +173,12 @@ def _ok(response: httpx.Response) -> bool:
         return False
     if response.status_code == 404:
         print("mcp-safety-gateway approvals: this gateway serves no approval page (no [approvals])", file=sys.stderr)
+        return False
+    if response.status_code == 429:
+        wait = escaped(response.headers.get("retry-after", "a few"))
+        print(
+            f"mcp-safety-gateway approvals: too many approver-token attempts; retry in {wait} seconds", file=sys.stderr
+        )
         return False
     if not response.is_success:
         print(f"mcp-safety-gateway approvals: the gateway answered HTTP {response.status_code}", file=sys.stderr)

@@ -129,9 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     inspecting.add_argument("--draft", metavar="FILE", help="write a draft config with TODOs to FILE")
     inspecting.add_argument("--json", action="store_true", help="print the findings as JSON")
     inspecting.add_argument("--timeout", type=float, default=60.0, help="seconds to connect and read (default 60)")
-    approvals = commands.add_parser("approvals", help="list, approve or reject writes waiting for approval")
-    approvals.add_argument("action", choices=["list", "approve", "reject"])
+    approvals = commands.add_parser(
+        "approvals",
+        help="list, approve or reject writes waiting for approval; list or revoke approvers' sessions (operator)",
+    )
+    approvals.add_argument("action", choices=["list", "approve", "reject", "sessions"])
     approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
+    approvals.add_argument(
+        "--config", help=f"sessions: the TOML file whose store holds the sessions (default: {BUILT_IN})"
+    )
+    approvals.add_argument(
+        "--revoke", action="append", default=[], metavar="SESSION_ID", help="sessions: end this session (repeatable)"
+    )
+    approvals.add_argument(
+        "--person", help="sessions: end every session of this person (a subject, or 'subject (issuer)' as listed)"
+    )
     approvals.add_argument(
         "--url", default=DEFAULT_URL.removesuffix("/mcp"), help="the gateway's base URL (default: %(default)s)"
     )
@@ -148,8 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         " any program that can read that variable can then approve)",
     )
     args = parser.parse_args(argv)
-    if args.command == "approvals" and args.action != "list" and not args.ids:
+    if args.command == "approvals" and args.action in ("approve", "reject") and not args.ids:
         parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
+    if args.command == "approvals" and args.action != "sessions" and (args.revoke or args.person):
+        parser.error("--revoke and --person go with approvals sessions")
     try:
         return run(args)
     except BrokenPipeError:
@@ -162,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the parsed subcommand."""
     if args.command == "inspect":
         return run_inspect(args)
-    if args.command == "approvals":
+    if args.command == "approvals" and args.action != "sessions":
         from gateway.cli import approvals
 
         return approvals.run(args.url, args.action, args.ids, args.token_env, args.json, args.unattended)
@@ -202,6 +216,11 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
+    if args.command == "approvals":
+        from gateway.cli import sessions
+
+        logs.configure("error", "text")
+        return anyio.run(sessions.run, config, args.revoke, args.person, args.json)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     from gateway.audit.sinks import SinkError
     from gateway.errors import StoreInUse

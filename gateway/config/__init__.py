@@ -4,8 +4,9 @@ A bad file fails at start with one sentence per problem naming the TOML key, for
 ``tools.reset_tenant.confirm: Input should be 'form', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
 call backs which tool), ``kinds`` (the read, preview and write tools, each kind answering for itself; ``face``
-holds what they show a client) and ``passthrough`` (a backend's own tools, published on purpose); this module
-joins them into ``GatewayConfig``, checks the references between them, and reads and writes TOML.
+holds what they show a client), ``passthrough`` (a backend's own tools, published on purpose) and ``identities``
+(whether callers and approvers are one identity space, as four eyes needs); this module joins them into
+``GatewayConfig``, checks the references between them, and reads and writes TOML.
 
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
 table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
@@ -27,6 +28,7 @@ from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
 from gateway.config.expressions import names_in
 from gateway.config.face import Hints
+from gateway.config.identities import space_refusal
 from gateway.config.kinds import ConfirmedTool, PreviewTool, ReadTool, ToolKind, WriteTool
 from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
 from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool
@@ -209,6 +211,10 @@ class GatewayConfig(Model):
             )
         if self.approvals.login == "oidc" and self.oidc_issuer() is None:
             raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
+        needed = max([tool.approvers, *(rule.approvers for rule in tool.approval)])
+        refusal = space_refusal(name, four_eyes, needed, self.auth, self.approvals, self.oidc_issuer())
+        if refusal is not None:
+            raise ValueError(refusal)
 
     def oidc_issuer(self) -> str | None:
         """The identity provider approvers sign in at."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.loopback import is_loopback
-from gateway.config.sections import Model, require_secure
+from gateway.config.sections import STATIC_ISSUER, Model, require_secure
 
 RULE_VARIABLES: dict[str, Any] = {
     "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},
@@ -86,8 +86,11 @@ class ApproverToken(Model):
     """An approver known by the SHA-256 (hex) of their token; the token itself is never stored."""
 
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    issuer: str = Field(STATIC_ISSUER, min_length=1)
+    """The issuer of the person this token stands for (``https://login.example.com``: the same person as that
+    provider's ``subject``); unset, ``static``: the same person only as a static caller token naming no issuer."""
     subject: str = Field(min_length=1)
-    """Who this person is: for four eyes, compared with the subject of the caller's own (static) token."""
+    """Who this person is at that issuer: four eyes compares (issuer, subject) with the caller's."""
     name: str | None = None
     """How the page and the audit show them (default: the subject)."""
 
@@ -152,8 +155,14 @@ class ApprovalsSection(Model):
     tokens: list[ApproverToken] = []
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
+    token_attempts_per_minute: int = Field(20, ge=1)
+    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source address and per
+    token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
     webhooks: dict[str, Webhook] = {}
     approvers: ApproverRule = ApproverRule()
+    display_claim: str | None = Field(None, min_length=1)
+    """The claim shown beside a person's (issuer, subject) on the page and in the audit (``preferred_username``);
+    unset: the email the identity provider states verified. Only ever shown: the pair is who they are."""
     max_pending_per_caller: int = Field(20, ge=1)
     """How many approvals one caller may have waiting at once; a write past it is refused (too_many_approvals)."""
     page_listen: str | None = None

@@ -18,6 +18,7 @@ from gateway.config.expressions import MISSING, at_path, names_in, render
 from gateway.config.sections import Model
 from gateway.errors import Code
 from gateway.records import Reply
+from gateway.text import MAX_NAME
 
 NON_NEGATIVE_INTEGER: dict[str, Any] = {"type": "integer", "minimum": 0}
 
@@ -95,6 +96,9 @@ class Target(Model):
     not_found_text: str = "not found"
     protected_field: str | None = None
     protected_ids: list[str] = []
+    name_field: str | None = None
+    """Where the target's name is in its state: the approval page shows it beside the id, quoted (the backend's
+    report, never trusted for anything)."""
 
     @model_validator(mode="after")
     def _get_names_the_target(self) -> Target:
@@ -120,6 +124,11 @@ class Target(Model):
         """The target's version in its state as the backend reports it (MISSING when it has none)."""
         version = at_path(state, self.version_field)
         return version if isinstance(version, str | int) and not isinstance(version, bool) else MISSING
+
+    def name_in(self, state: Any) -> str | None:
+        """The target's name as the backend reports it (None when no name_field is configured or it is absent)."""
+        name = at_path(state, self.name_field) if self.name_field is not None else None
+        return name[:MAX_NAME] if isinstance(name, str) and name else None
 
     def is_protected(self, target_id: str, state: Any) -> bool:
         """Protection is the gateway's job: a flag field, or an id matching a configured glob."""

@@ -59,12 +59,21 @@ class Limits(Model):
     max_string_bytes: int = Field(65_536, gt=0)
 
 
+STATIC_ISSUER = "static"
+"""The issuer of people known only from the config: a static bearer token or an approver token that names none
+(gateway/identity/person.py compares people as (issuer, subject))."""
+
+
 class StaticToken(Model):
     """A bearer token known by its SHA-256 (hex); the token itself is never stored."""
 
     sha256: str = Field(pattern="^[0-9a-f]{64}$")
     client_id: str
     subject: str | None = None
+    issuer: str | None = Field(None, min_length=1)
+    """The issuer of the person holding this token (``https://login.example.com``), so that four eyes knows them
+    as that provider's ``subject``; unset, the person is (``static``, subject). Not the token's issuer: the caller
+    stays (none, client, subject)."""
     scopes: list[str] = []
 
 

@@ -42,7 +42,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
     """The ASGI app for a started gateway. ``insecure_without_auth`` (``serve --insecure-listen-without-auth``)
     lets an unauthenticated gateway answer requests a proxy relayed."""
     config = gw.config
-    verifier = build_verifier(config.auth)
+    verifier = build_verifier(config.auth, config.approvals.display_claim)
     caller = partial(current_caller, config.gateway.stdio_caller)
     sessions = PerRequestSessionManager(
         needs_stream=stream_for_tools(config.write_tools(), lambda tool: is_visible(config, tool, current_scopes())),

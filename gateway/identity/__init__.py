@@ -1,6 +1,7 @@
 """Who is calling: principals, the caller of the current request, bearer-token verifiers, and the secret keys.
 
-    principal  a person or client as (issuer, subject), encoded once for stores and audit
+    principal  a caller as (issuer, client, subject), encoded once for stores and audit
+    person     a person as (issuer, subject): the one space callers and approvers are compared in (four eyes)
     caller     the current caller and its scopes (a request's access token, or the stdio caller), and authorization
     verifiers  bearer tokens checked as the config says: static hashes, JWT (JWKS or PEM), RFC 7662 introspection
     secrets    the sealing and audit keys: from the environment, or generated once into the state directory

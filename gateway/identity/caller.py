@@ -10,7 +10,6 @@ operator keeps it visible; then it answers ``forbidden``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
 from gateway.errors import Code, ToolError
+from gateway.identity.person import DISPLAY, PERSON_ISSUER, STATIC_ISSUER, person_id
 from gateway.identity.principal import Principal, encode
 
 
@@ -46,10 +46,20 @@ def current_person() -> str | None:
     """The person behind the caller's token, as ``person_id(issuer, subject)``, or None without a token.
 
     Four eyes compares it with an approver's own login: the same issuer and subject is the same person."""
-    principal = current_principal()
-    if principal is None:
+    token = get_access_token()
+    if token is None:
         return None
-    return person_id(principal.issuer or STATIC_ISSUER, principal.subject or principal.client)
+    client, issuer, subject = principal_components(token)
+    stated = (token.claims or {}).get(PERSON_ISSUER)  # a static token's holder, as the config names them
+    return person_id(str(stated or issuer or STATIC_ISSUER), subject or client)
+
+
+def current_display() -> str | None:
+    """What the approval page shows beside the caller's (issuer, subject): their token's display claim or verified
+    email, as the verifier kept it; None without one."""
+    token = get_access_token()
+    shown = (token.claims or {}).get(DISPLAY) if token is not None else None
+    return shown if isinstance(shown, str) else None
 
 
 def caller_facts(config: GatewayConfig, default: str) -> dict[str, Any]:
@@ -97,15 +107,6 @@ def acting_as(identity: dict[str, Any]) -> Iterator[None]:
         yield
     finally:
         auth_context_var.reset(reset)
-
-
-STATIC_ISSUER = "static"
-"""The issuer of people known from the config (static bearer tokens, approver tokens)."""
-
-
-def person_id(issuer: str, subject: str) -> str:
-    """One unambiguous string for (issuer, subject)."""
-    return json.dumps([issuer, subject], separators=(",", ":"))
 
 
 def current_scopes() -> set[str] | None:

@@ -21,6 +21,7 @@ from cachetools import TTLCache
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from gateway.config import AuthSection, IntrospectionVerifier, JwtVerifier, StaticToken
+from gateway.identity.person import DISPLAY, PERSON_ISSUER, display_of
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -48,6 +49,7 @@ class StaticTokens:
                     subject=entry.subject,
                     scopes=list(entry.scopes),
                     resource=self._resource,
+                    claims={PERSON_ISSUER: entry.issuer} if entry.issuer is not None else None,
                 )
         return None
 
@@ -55,8 +57,9 @@ class StaticTokens:
 class JwtTokens:
     """Signed JWT access tokens: issuer, audience (this gateway's resource URL), expiry and not-before."""
 
-    def __init__(self, config: JwtVerifier, resource: str) -> None:
+    def __init__(self, config: JwtVerifier, resource: str, display_claim: str | None = None) -> None:
         self._config = config
+        self._display_claim = display_claim
         self._audience = config.audience or resource
         self._static_key: Any = None
         if config.public_key_file is not None:
@@ -82,7 +85,7 @@ class JwtTokens:
         except (jwt.PyJWTError, httpx.HTTPError, ValueError) as exc:
             log.info("jwt refused (%s) for token %s", type(exc).__name__, fingerprint(token))
             return None
-        return _access_token(token, claims, self._audience, claims["iss"])
+        return _access_token(token, claims, self._audience, claims["iss"], self._display_claim)
 
     async def _key_for(self, kid: str | None) -> Any:
         age = time.monotonic() - self._fetched_at
@@ -111,8 +114,9 @@ class IntrospectedTokens:
     counts only when its ``aud`` names this gateway (``audience``, else ``resource_url``) and, with ``issuer``
     configured, its ``iss`` is that issuer."""
 
-    def __init__(self, config: IntrospectionVerifier, resource: str) -> None:
+    def __init__(self, config: IntrospectionVerifier, resource: str, display_claim: str | None = None) -> None:
         self._config = config
+        self._display_claim = display_claim
         self._resource = resource
         self._audience = config.audience or resource
         self._cache: TTLCache[str, AccessToken | None] = TTLCache(maxsize=10_000, ttl=max(config.cache_seconds, 0.001))
@@ -154,11 +158,12 @@ class IntrospectedTokens:
             return None
         # Without an "iss" the endpoint's own URL names the authority that vouched for the token.
         authority = issuer if isinstance(issuer, str) else self._config.endpoint
-        return _access_token(token, claims, self._resource, authority)
+        return _access_token(token, claims, self._resource, authority, self._display_claim)
 
 
-def build_verifier(auth: AuthSection) -> TokenVerifier | None:
-    """The configured verifier, or None when the gateway runs without authentication."""
+def build_verifier(auth: AuthSection, display_claim: str | None = None) -> TokenVerifier | None:
+    """The configured verifier, or None when the gateway runs without authentication. ``display_claim`` is the
+    claim a token's holder is shown by on the approval page (else a verified email)."""
     if auth.verifier == "none":
         return None
     assert auth.resource_url is not None
@@ -166,9 +171,9 @@ def build_verifier(auth: AuthSection) -> TokenVerifier | None:
         return StaticTokens(auth.tokens, auth.resource_url)
     if auth.verifier == "jwt":
         assert auth.jwt is not None
-        return JwtTokens(auth.jwt, auth.resource_url)
+        return JwtTokens(auth.jwt, auth.resource_url, display_claim)
     assert auth.introspection is not None
-    return IntrospectedTokens(auth.introspection, auth.resource_url)
+    return IntrospectedTokens(auth.introspection, auth.resource_url, display_claim)
 
 
 def _audiences(claims: dict[str, Any]) -> list[Any]:
@@ -176,7 +181,9 @@ def _audiences(claims: dict[str, Any]) -> list[Any]:
     return audience if isinstance(audience, list) else [audience]
 
 
-def _access_token(token: str, claims: dict[str, Any], resource: str, issuer: str) -> AccessToken | None:
+def _access_token(
+    token: str, claims: dict[str, Any], resource: str, issuer: str, display_claim: str | None = None
+) -> AccessToken | None:
     client_id = claims.get("client_id") or claims.get("azp") or claims.get("cid") or claims.get("sub")
     if not isinstance(client_id, str) or not client_id:
         return None
@@ -193,5 +200,7 @@ def _access_token(token: str, claims: dict[str, Any], resource: str, issuer: str
         scopes=scopes,
         expires_at=int(expires) if isinstance(expires, int | float) else None,
         resource=resource,
-        claims={"iss": issuer},  # the caller's first part (gateway.identity.caller); the SDK's principal reads it too
+        # The caller's first part (gateway.identity.caller; the SDK's principal reads it too), and what the approval
+        # page shows beside the person: nothing else of the token is kept.
+        claims={"iss": issuer, **({DISPLAY: shown} if (shown := display_of(claims, display_claim)) else {})},
     )

@@ -4,7 +4,7 @@
 ``redis+sentinel://…`` (shared by replicas); ``keys`` seal its audit chain (gateway.audit.chain).
 Each is imported only when configured, so importing the interface loads no database driver. The interface is
 one small protocol per role (gateway/stores/base.py: plans, key records, nonces, locks, counters, audit log,
-approvals); ``Store`` is all of them.
+approvals, approver sessions); ``Store`` is all of them.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@
     AuditLog    the hash-chained audit                       append_audit, trim_audit, audit_entries
     Approvals   writes waiting on the approval page          put_approval, get_approval, replace_approval, ...
     Tasks       url-mode writes followed as MCP tasks        create_task, get_task, replace_task, live_tasks
+    ApproverSessions  people signed in on the page           put_session, get_session, delete_session, sessions
     Store       all of them, plus serve_from and close       what open_store returns
 
 A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
@@ -28,6 +29,7 @@ from gateway.records import (
     ABSENT,
     KEY_TRANSITIONS,
     Approval,
+    ApproverSession,
     AuditEntry,
     Claim,
     Expired,
@@ -41,6 +43,7 @@ __all__ = [
     "OPERATIONS",
     "ROLES",
     "Approvals",
+    "ApproverSessions",
     "AuditLog",
     "Counters",
     "KeyRecords",
@@ -186,7 +189,8 @@ class Approvals(Protocol):
         ...
 
     async def open_approvals(self, now: float) -> list[Approval]:
-        """Every approval that has not expired, newest first (the approval page's list)."""
+        """Every approval still kept that expires after ``now``, newest first (the approval page's list; it asks
+        from an hour back, TOMBSTONE_SECONDS, to show the expired ones the store still keeps)."""
         ...
 
 
@@ -209,7 +213,27 @@ class Tasks(Protocol):
         ...
 
 
-class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Tasks, Protocol):
+class ApproverSessions(Protocol):
+    """People signed in on the approval page, until they sign out, expire or an operator revokes them."""
+
+    async def put_session(self, session: ApproverSession) -> None:
+        """Keep a new session until its ``expires_at``."""
+        ...
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        """The session by id, unless it expired, was deleted or never existed."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Revoke a session (sign-out, the operator); False if there was none."""
+        ...
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        """Every live session, newest first (the operator's list)."""
+        ...
+
+
+class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, ApproverSessions, Tasks, Protocol):
     """Every role in one store, as a gateway opens it. Methods take ``now`` so that expiry is testable."""
 
     async def serve_from(self, holder: str) -> None:
@@ -221,6 +245,17 @@ class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Tas
     async def close(self) -> None: ...
 
 
-ROLES: tuple[type[Any], ...] = (Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, Tasks, Store)
+ROLES: tuple[type[Any], ...] = (
+    Plans,
+    KeyRecords,
+    Nonces,
+    Locks,
+    Counters,
+    AuditLog,
+    Approvals,
+    ApproverSessions,
+    Tasks,
+    Store,
+)
 OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
 """Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""

@@ -15,6 +15,7 @@ from gateway.records import (
     TOMBSTONE_SECONDS,
     WRITE_WINDOWS,
     Approval,
+    ApproverSession,
     AuditEntry,
     Claim,
     Expired,
@@ -57,6 +58,7 @@ class MemoryStore:
         self._nonces: TLRUCache[str, tuple[None, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._audit: list[AuditEntry] = []
         self._approvals: TLRUCache[str, tuple[Approval, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
+        self._sessions: TLRUCache[str, tuple[ApproverSession, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._writes: dict[str, list[float]] = {}
         self._tasks: TLRUCache[str, tuple[Task, float]] = TLRUCache(MAX_ITEMS, _until, timer=time.time)
         self._locks = KeyedLocks()
@@ -199,6 +201,20 @@ class MemoryStore:
     async def live_tasks(self, now: float) -> list[Task]:
         live = [task for task, _ in list(self._tasks.values()) if not task.terminal and task.expires_at > now]
         return sorted(live, key=lambda task: task.created_at)
+
+    async def put_session(self, session: ApproverSession) -> None:
+        self._sessions[session.session_id] = (session, session.expires_at)
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        found = self._sessions.get(session_id)
+        return found[0] if found is not None and found[0].expires_at > now else None
+
+    async def delete_session(self, session_id: str) -> bool:
+        return self._sessions.pop(session_id, None) is not None
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        live = [session for session, _ in list(self._sessions.values()) if session.expires_at > now]
+        return sorted(live, key=lambda session: session.created_at, reverse=True)
 
     async def close(self) -> None:
         return None

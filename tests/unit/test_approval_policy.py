@@ -21,6 +21,8 @@ from tests.support.configs import config_data
 from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
+BOB_TOKEN = {"issuer": "static", "subject": "bob", "display": "Bob"}
+"""bob as the audit keeps him: his approver token's issuer and subject, its configured name beside them."""
 PAGE = "https://127.0.0.1:8443"
 SIZE_RULES: list[dict[str, Any]] = [
     {"name": "budget", "when": "writes.caller.hour >= 50", "mode": "deny"},
@@ -185,7 +187,7 @@ async def test_a_batch_approval_of_five_plans_applies_five_writes_each_audited(t
         entries = [entry async for entry in gw.store.audit_entries()]
         applied = [entry for entry in entries if entry.outcome == "applied"]
         decisions = [entry for entry in entries if entry.outcome == "approval"]
-        assert [entry.extra["approvers"] for entry in applied] == [["Bob"]] * 5
+        assert [entry.extra["approvers"] for entry in applied] == [[BOB_TOKEN]] * 5
         assert all(entry.extra["rule"] == "everything" for entry in applied)
         assert sorted(entry.extra["approval"] for entry in decisions) == sorted(chosen)
         assert "gateway_approvals_pending 0.0" in metrics

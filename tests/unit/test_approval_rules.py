@@ -18,7 +18,7 @@ from gateway.approvals.lifecycle import (
     new_approval,
     state,
 )
-from gateway.identity.caller import person_id
+from gateway.identity.person import person_id
 from gateway.records import Approval, Plan
 
 NOW = 1_000_000.0

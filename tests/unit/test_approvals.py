@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import mcp_types as types
 import pytest
 
-from gateway.approvals.lifecycle import approval_id_for
+from gateway.approvals.lifecycle import WAIT_META, approval_id_for
 from gateway.config import parse_config
 from gateway.http.app import build_app
 from gateway.runtime import Gateway
@@ -93,7 +94,7 @@ async def test_a_client_that_cannot_open_urls_gets_approval_pending_and_writes_o
     outcomes = [(e.outcome, e.code, e.extra) for e in await audit_of(world.gw, args["idempotencyKey"])]
     assert outcomes == [
         ("refused", "approval_pending", {"mode": "url"}),  # a refusal once the mode was chosen names it
-        ("applied", None, {"mode": "url", "approvers": ["Bob"]}),
+        ("applied", None, {"mode": "url", "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}]}),
         ("replayed", None, {}),
     ]
 
@@ -112,10 +113,16 @@ async def test_a_client_that_opens_urls_is_sent_the_link_and_completes_after_app
     before = profile.write_count(world.db)
     async with connect(world.gw, era, user_opens_the_link) as client:
         plan = await preview(client, profile)
+        asked = world.clock()
         result = await client.call_tool(profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
     assert not result.is_error, result.content
     assert [params.url for params in seen] == [f"{PAGE}/approvals/{approval_id_for(plan['planId'])}"]
     assert profile.write_count(world.db) == before + 1
+    if era == "2025-11-25":  # a pushed link says how long the call waits (the 2026 wire drops an embedded _meta)
+        wait = cast(dict[str, str], dict(seen[0].meta or {})[WAIT_META])
+        assert wait["approvalId"] == approval_id_for(plan["planId"]) and wait["expiresAt"] == plan["expiresAt"]
+        waits_until = datetime.fromisoformat(wait["waitsUntil"].replace("Z", "+00:00")).timestamp()
+        assert asked - 1 <= waits_until <= asked + 3  # the prompt timeout (2 s) from when it asked
 
 
 async def test_an_agent_that_answers_every_prompt_itself_cannot_write(world: World, profile: Profile, era: str) -> None:
@@ -263,3 +270,30 @@ async def test_one_caller_cannot_bury_the_page_past_its_cap_of_pending_approvals
     assert "2 writes waiting" in error_body(answer)["message"]
     assert len(waiting) == 2
     assert profile.write_count(db) == 0
+
+
+async def test_a_declined_link_uses_nothing_up_and_the_write_still_waits_on_the_page(
+    world: World, profile: Profile, era: str
+) -> None:
+    """What the README's table says: a client that will not open the link gets not_confirmed, and nothing is used
+    up (unlike a form's decline): the same key is sent the link again, and applies once after approval."""
+
+    async def will_not_open(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        return types.ElicitResult(action="decline")
+
+    before = profile.write_count(world.db)
+    async with connect(world.gw, era, will_not_open) as client:
+        plan = await preview(client, profile)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        declined = await client.call_tool(profile.write_tool, args)
+    approval_id = approval_id_for(plan["planId"])
+    assert error_code(declined) == "not_confirmed"
+    assert error_body(declined)["details"]["url"] == f"{PAGE}/approvals/{approval_id}"
+    assert profile.write_count(world.db) == before
+    async with connect(world.gw, era) as client:
+        assert error_code(await client.call_tool(profile.write_tool, args)) == "approval_pending"
+        assert (await approve_as(world, "bob", approval_id)).status_code == 303
+        applied = await client.call_tool(profile.write_tool, args)
+    assert not applied.is_error, applied.content
+    assert profile.write_count(world.db) == before + 1

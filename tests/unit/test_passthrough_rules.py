@@ -30,6 +30,7 @@ pytestmark = pytest.mark.anyio
 PAGE = "https://127.0.0.1:8443"
 BUDGETED = {"approval": [{"name": "two_an_hour", "when": "writes.caller.hour >= 2", "mode": "deny"}]}
 URL = {"confirm": "url"}
+BOB = {"issuer": "static", "subject": "bob", "display": "Bob"}
 
 
 @dataclass
@@ -101,7 +102,7 @@ async def test_a_url_mode_passthrough_write_waits_for_a_person_and_writes_once(w
     assert await audit_of(world.gw, args["idempotencyKey"]) == [
         ("refused", "approval_pending", {"mode": "url"}),
         ("refused", "approval_pending", {"mode": "url"}),
-        ("applied", None, {"mode": "url", "approvers": ["Bob"]}),
+        ("applied", None, {"mode": "url", "approvers": [BOB]}),
         ("replayed", None, {}),
     ]
     refusals = {"tool": "describe_flag", "mode": "url", "rule": "(tool)", "code": "approval_pending"}
@@ -187,8 +188,8 @@ async def test_a_rule_can_send_a_passthrough_write_to_people_and_their_reject_na
     assert (error_code(pending), error_code(rejected)) == ("approval_pending", "not_confirmed")
     assert (description(world.flags_db, FLAGS.main), FLAGS.write_count(world.flags_db)) == before
     decisions = [e async for e in world.gw.store.audit_entries() if e.outcome == "approval"]
-    assert [(e.confirmation, e.extra["rule"], e.extra["approver"]) for e in decisions] == [
-        ("reject", "people_for_main", "Carol")
+    assert [(e.confirmation, e.extra["rule"], e.extra["approver"]["subject"]) for e in decisions] == [
+        ("reject", "people_for_main", "carol")
     ]
     assert await audit_of(world.gw, args["idempotencyKey"]) == [
         ("refused", "approval_pending", {"mode": "url", "rule": "people_for_main"}),

@@ -15,9 +15,11 @@ import pytest
 from gateway.approvals.lifecycle import decide, new_approval
 from gateway.audit.chain import ChainKeys, verify
 from gateway.errors import StoreInUse
+from gateway.identity.person import person_id
 from gateway.records import (
     KEY_TRANSITIONS,
     TOMBSTONE_SECONDS,
+    ApproverSession,
     AuditEntry,
     Expired,
     KeyRecord,
@@ -66,6 +68,20 @@ def make_task(task_id: str = "tk_one", *, key: str = "key-0001", caller: str = "
     now = time.time()
     arguments = {"planId": "pl_one", "idempotencyKey": key}
     return Task(task_id, caller, "reset_tenant", key, arguments, "pl_one", "ap_one", now, now, now + ttl)
+
+
+def approver_session(session_id: str, now: float, *, seconds: float = 3600, person: str = "bob") -> ApproverSession:
+    return ApproverSession(
+        session_id,
+        person_id("https://idp.test", person),
+        f"{person}@example.test",
+        via="oidc",
+        audience="https://gw.example.com",
+        csrf="csrf-" + session_id,
+        created_at=now,
+        expires_at=now + seconds,
+        facts={"sub": person, "iss": "https://idp.test"},
+    )
 
 
 def in_flight(plan: Plan, key: str = "key-0001") -> KeyRecord:
@@ -303,6 +319,26 @@ class StoreContract:
         for approval in (older, newer, gone):
             await store.put_approval(approval)
         assert [a.plan_id for a in await store.open_approvals(now)] == ["pl_newer", "pl_older"]
+        kept = await store.open_approvals(now - TOMBSTONE_SECONDS)  # the page's expired filter: an hour back
+        assert [a.plan_id for a in kept] == ["pl_newer", "pl_older", "pl_gone"]
+
+    async def test_a_session_is_kept_whole_until_it_expires_or_is_revoked(self, store: Store) -> None:
+        now = time.time()
+        kept = approver_session("as_kept", now)
+        await store.put_session(kept)
+        await store.put_session(approver_session("as_short", now, seconds=1))
+        assert await store.get_session("as_kept", now) == kept
+        assert await store.get_session("as_short", now + 2) is None  # expired: gone for every replica
+        assert await store.get_session("as_nothing", now) is None
+        assert await store.delete_session("as_kept")
+        assert not await store.delete_session("as_kept")
+        assert await store.get_session("as_kept", now) is None
+
+    async def test_sessions_lists_the_live_ones_newest_first(self, store: Store) -> None:
+        now = time.time()
+        for number, seconds in enumerate((3600, 3600, 0.25)):
+            await store.put_session(approver_session(f"as_{number}", now + number, seconds=seconds))
+        assert [session.session_id for session in await store.sessions(now + 2.5)] == ["as_1", "as_0"]
 
     async def test_a_task_is_created_once_per_live_key_and_read_back_whole(self, store: Store) -> None:
         first = replace(make_task(), identity={"client": "agent", "scopes": ["tenants:reset"]})

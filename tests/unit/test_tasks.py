@@ -94,7 +94,10 @@ async def test_a_url_mode_write_is_a_task_written_once_after_a_person_approves(w
         async for e in world.gw.store.audit_entries()
         if e.idempotency_key == args["idempotencyKey"]
     ]
-    assert entries == [("applied", {"mode": "url", "approvers": ["Bob"]}), ("replayed", {})]
+    assert entries == [
+        ("applied", {"mode": "url", "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}]}),
+        ("replayed", {}),
+    ]
 
 
 async def test_a_task_cancelled_before_the_decision_ends_its_plan_and_writes_nothing(

@@ -14,7 +14,7 @@ from gateway.records import AuditEntry
 from gateway.stores import open_store
 from gateway.stores.base import OPERATIONS
 from gateway.stores.timed import TimedStore
-from tests.unit.test_store_contract import KEYS, RETENTION, in_flight, make_plan
+from tests.unit.test_store_contract import KEYS, RETENTION, approver_session, in_flight, make_plan
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +35,10 @@ TIMED = {
     "get_approval",
     "replace_approval",
     "open_approvals",
+    "put_session",
+    "get_session",
+    "delete_session",
+    "sessions",
 }
 
 
@@ -69,6 +73,10 @@ async def test_every_operation_on_the_request_path_is_timed_once_under_its_name(
     await store.get_approval(approval.approval_id)
     await store.replace_approval(approval)
     await store.open_approvals(now)
+    await store.put_session(approver_session("as_one", now))
+    await store.get_session("as_one", now)
+    await store.sessions(now)
+    await store.delete_session("as_one")
     async with store.lock("tn_a"):
         pass
     assert [entry.outcome async for entry in store.audit_entries()] == ["refused"]

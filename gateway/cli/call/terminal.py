@@ -3,16 +3,19 @@
 It connects to a running gateway over streamable HTTP (2025-11-25 era, so confirmation prompts and progress
 arrive during the call), prints the result as a table, and answers prompts at the keyboard: y/N for a checkbox,
 the target's id for a typed confirmation; it will not answer from a stdin that is not a terminal unless told to
-(``--answers-from-stdin``). Arguments are typed by the tool's inputSchema (gateway.cli.call.arguments).
+(``--answers-from-stdin``). A write that people approve on the gateway's page shows its link and waits with a
+countdown, which Ctrl-C ends (gateway.cli.call.approval). Arguments are typed by the tool's inputSchema
+(gateway.cli.call.arguments).
 A bearer token is read from an environment variable (never from the command line, where ``ps`` would show it).
 Everything shown that came from the gateway is escaped (gateway.text); every failure is one or two
 sentences (gateway.cli.call.failures). Exit status: 0 success, 1 a refusal (a coded tool error), 2 a usage,
-connection or protocol error.
+connection or protocol error, 130 a wait ended by Ctrl-C.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -25,6 +28,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.cli.call.approval import ApprovalWait, until_decided
 from gateway.cli.call.arguments import UsageError, parse_pairs
 from gateway.cli.call.failures import explain, printable, unknown_tool
 
@@ -50,11 +54,14 @@ class LastStatus:
 
 
 @asynccontextmanager
-async def connected(url: str, token: str | None, last: LastStatus, piped: bool = False) -> AsyncIterator[Client]:
-    """A 2025-era client on the gateway, answering prompts at the keyboard (or from a pipe when ``piped``)."""
+async def connected(
+    url: str, token: str | None, last: LastStatus, piped: bool = False, wait: ApprovalWait | None = None
+) -> AsyncIterator[Client]:
+    """A 2025-era client on the gateway, answering prompts at the keyboard (or from a pipe when ``piped``), and
+    showing an approval page's link on ``wait``."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=600), event_hooks={"response": [last]})
-    answers = Keyboard(piped)
+    answers = Keyboard(piped, wait or ApprovalWait())
     async with (
         http,
         Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=answers) as client,
@@ -66,12 +73,17 @@ class Keyboard:
     """Answers the gateway's questions from a person at a terminal.
 
     A stdin that is not a terminal (``echo y | mcp-safety-gateway call ...``) is a script, not a person: its
-    prompts are cancelled, so nothing is written, unless the operator said ``--answers-from-stdin``."""
+    prompts are cancelled, so nothing is written, unless the operator said ``--answers-from-stdin``. An approval
+    page's link asks nobody here for a yes: it is shown, and the call waits for the people on the page."""
 
-    def __init__(self, piped: bool) -> None:
+    def __init__(self, piped: bool, wait: ApprovalWait) -> None:
         self.piped = piped
+        self.wait = wait
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if isinstance(params, types.ElicitRequestURLParams):
+            self.wait.show(params)
+            return types.ElicitResult(action="accept")  # shown: the decision is the page's
         if not self.piped and not sys.stdin.isatty():
             say(
                 "not answering: stdin is not a terminal, so no person is there to confirm",
@@ -216,9 +228,14 @@ def show_result(result: types.CallToolResult, raw: bool) -> int:
 async def call(url: str, tool: str, pairs: list[str], token_env: str, raw: bool, piped: bool = False) -> int:
     """The ``call`` subcommand: list the tools, type the arguments, call, print."""
     token = os.environ.get(token_env) or None
-    last = LastStatus()
+    last, wait = LastStatus(), ApprovalWait()
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        wait.progress(message)
+        await show_progress(progress, total, message)
+
     try:
-        async with connected(url, token, last, piped) as client:
+        async with connected(url, token, last, piped, wait) as client:
             listed = {item.name: item for item in (await client.list_tools()).tools}
             if tool not in listed:
                 say(*unknown_tool(tool, list(listed)))
@@ -228,10 +245,13 @@ async def call(url: str, tool: str, pairs: list[str], token_env: str, raw: bool,
             except UsageError as exc:
                 say(f"{printable(tool)}: {exc}")
                 return 2
-            result = await client.call_tool(tool, arguments, progress_callback=show_progress)
+            answered, result = await until_decided(client.call_tool(tool, arguments, progress_callback=progress), wait)
     except Exception as exc:
         say(*explain(exc, url, token_env, token is not None, last.status))
         return 2
+    if not answered:
+        say(*wait.stopped())
+        return 130
     return show_result(result, raw)
 
 
@@ -253,8 +273,15 @@ async def list_tools(url: str, token_env: str, raw: bool) -> int:
     return 0
 
 
+def quiet_libraries() -> None:
+    """Keep library log records (the SDK's stack trace when a stream closes under an ended wait) off the terminal:
+    the person is told what happened in sentences."""
+    logging.getLogger().addHandler(logging.NullHandler())
+
+
 def run(url: str, tool: str, pairs: list[str], token_env: str, raw: bool, piped: bool = False) -> int:
     """Entry of ``call``."""
+    quiet_libraries()
     try:
         parse_pairs(pairs)  # the syntax, before any connection; the types come from the tool's schema
     except UsageError as exc:
@@ -269,6 +296,7 @@ def run(url: str, tool: str, pairs: list[str], token_env: str, raw: bool, piped:
 
 def run_tools(url: str, token_env: str, raw: bool) -> int:
     """Entry of ``tools``."""
+    quiet_libraries()
     try:
         return anyio.run(list_tools, url, token_env, raw)
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ Every answer carries the page's headers (``no-store``: it lists who asked for wh
 
 from __future__ import annotations
 
+from math import ceil
 from typing import Any, Literal
 
 from starlette.requests import Request
@@ -15,8 +16,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from gateway.approvals.lifecycle import approval_facts, approval_url, approved_by, may_decide, state
-from gateway.http.page.decisions import HEADERS, open_rows, record
-from gateway.http.page.login import Approver, token_approver
+from gateway.errors import Code
+from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
+from gateway.http.page.login import Approver
+from gateway.http.page.views import rows
 from gateway.records import Approval
 from gateway.runtime import Gateway
 
@@ -35,17 +38,17 @@ class ApprovalApi:
         ]
 
     async def open(self, request: Request) -> Response:
-        approver = self._bearer(request)
-        if approver is None:
-            return unauthorized()
+        approver = await self._bearer(request)
+        if not isinstance(approver, Approver):
+            return approver
         now = self.gw.clock()
-        rows = await open_rows(self.gw, approver.person)
-        return api_answer({"approvals": [self._facts(row.approval, now, approver.person) for row in rows]})
+        found = [row.approval for row in await rows(self.gw, approver.person, "all") if row.approval.expires_at > now]
+        return api_answer({"approvals": [self._facts(approval, now, approver.person) for approval in found]})
 
     async def decision(self, request: Request) -> Response:
-        approver = self._bearer(request)
-        if approver is None:
-            return unauthorized()
+        approver = await self._bearer(request)
+        if not isinstance(approver, Approver):
+            return approver
         try:
             body = await request.json()
         except ValueError:
@@ -72,16 +75,35 @@ class ApprovalApi:
             "yours": not may_decide(approval, person),
         }
 
-    def _bearer(self, request: Request) -> Approver | None:
+    async def _bearer(self, request: Request) -> Approver | Response:
+        """The approver holding the request's bearer token, or the answer refusing it (401, or 429 past the
+        attempt limits)."""
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return None
-        return token_approver(self.gw.config.approvals.tokens, token.strip())
+        if scheme.lower() != "bearer" or not token.strip():
+            return unauthorized()
+        try:
+            approver = await approver_by_token(self.gw, source_of(request), token.strip())
+        except TooManyAttempts as slow:
+            return too_many(slow.retry_after)
+        return approver if approver is not None else unauthorized()
 
 
 def api_answer(body: dict[str, Any], status: int = 200) -> JSONResponse:
     """A JSON answer of the API, with the page's headers."""
     return JSONResponse(body, status_code=status, headers=HEADERS)
+
+
+def too_many(retry_after: float) -> JSONResponse:
+    """The answer past the approver-token attempt limits: 429, ``rate_limited``, when to try again."""
+    seconds = ceil(retry_after)
+    body = {
+        "code": Code.RATE_LIMITED.value,
+        "error": f"too many approver-token attempts from here or with this token; retry in {seconds} seconds",
+        "details": {"retryAfterSeconds": seconds},
+    }
+    response = api_answer(body, 429)
+    response.headers["Retry-After"] = str(seconds)
+    return response
 
 
 def unauthorized() -> JSONResponse:

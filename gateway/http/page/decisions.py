@@ -1,25 +1,37 @@
 """What the page's two faces (the HTML forms and the approvers' JSON API) share: the headers every answer carries,
-the open approvals as rows, and recording one person's decision.
+approver tokens checked under their rate limits, and recording one person's decision.
+
+Approver-token attempts (the page's token sign-in, every call of the JSON API), right or wrong, each take one
+token from two buckets in the store: one for the source address and one for the token presented (by a digest, so
+the bucket's name reveals nothing), each refilled at ``[approvals] token_attempts_per_minute``. Guessing from many
+addresses, or trying one stolen token from many, is slowed the same way, and the buckets are shared by every
+replica on a shared store.
 
 A decision is stored with a compare-and-set on the approval's revision, retried when another decision landed
 first, so two approvers deciding at once on two replicas both count (or one is refused by the rules), never lost.
-Each stored decision leaves one audit entry (``outcome = "approval"``, the approver in ``extra``).
+Each stored decision leaves one audit entry (``outcome = "approval"``): ``extra.approver`` is the person's issuer and
+subject, with the verified email or display claim shown beside them (gateway/identity/person.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
 from typing import Any, Literal, Protocol
 
-from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, may_decide, state
+from starlette.requests import Request
+
+from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, state
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
+from gateway.http.page.login import Approver, token_approver
+from gateway.identity.person import audited
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
 
 HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none';"
+        " base-uri 'none'"
     ),
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -28,22 +40,6 @@ HEADERS = {
 }
 ATTEMPTS = 8
 """How many times a decision is tried against approvals that keep changing before the store counts as failing."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One open approval as a person sees it in the list."""
-
-    approval: Approval
-    state: str
-    own: bool
-
-
-async def open_rows(gw: Gateway, person: str) -> list[Row]:
-    """The open approvals, each with its state and whether it is this person's own write."""
-    now = gw.clock()
-    approvals = await gw.store.open_approvals(now)
-    return [Row(a, state(a, now).value, not may_decide(a, person)) for a in approvals]
 
 
 class Person(Protocol):
@@ -55,6 +51,34 @@ class Person(Protocol):
     def name(self) -> str: ...
     @property
     def facts(self) -> dict[str, Any]: ...
+
+
+class TooManyAttempts(Exception):
+    """Approver-token attempts from this source, or with this token, came faster than the config allows."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"retry after {retry_after:.0f} s")
+        self.retry_after = retry_after
+
+
+def source_of(request: Request) -> str:
+    """Where a request came from, as the attempt limits count it (the peer address the edge admitted)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+async def approver_by_token(gw: Gateway, source: str, token: str) -> Approver | None:
+    """The approver an approver token belongs to (None: no such token), counted against the attempt limits;
+    TooManyAttempts once either bucket is empty (nothing is compared then)."""
+    rate = gw.config.approvals.token_attempts_per_minute
+    digest = hashlib.sha256(b"gateway/approver-attempt/v1:" + token.encode()).hexdigest()[:32]
+    now = gw.clock()
+    waits = [
+        await gw.store.take_token(f"approver-token:source:{source}", rate / 60, rate, now),
+        await gw.store.take_token(f"approver-token:token:{digest}", rate / 60, rate, now),
+    ]
+    if max(waits) > 0:
+        raise TooManyAttempts(max(waits))
+    return token_approver(gw.config.approvals.tokens, token)
 
 
 async def record(
@@ -77,7 +101,7 @@ async def record(
         if changed is current:
             return current, None  # the same answer again: nothing to store
         if await gw.store.replace_approval(changed):
-            await _audit(gw, changed, name, verdict, now)
+            await _audit(gw, changed, audited(person, name), verdict, now)
             settled = state(changed, now)
             if settled in (State.APPROVED, State.REJECTED):
                 gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
@@ -85,7 +109,7 @@ async def record(
     raise StoreUnavailable("the approval kept changing under this decision")
 
 
-async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: float) -> None:
+async def _audit(gw: Gateway, approval: Approval, approver: dict[str, Any], verdict: str, now: float) -> None:
     entry = AuditEntry(
         at=now,
         caller=approval.caller,
@@ -98,7 +122,7 @@ async def _audit(gw: Gateway, approval: Approval, name: str, verdict: str, now: 
         extra={
             "mode": "url",
             **({"rule": approval.rule} if approval.rule is not None else {}),
-            "approver": name,
+            "approver": approver,
             "approval": approval.approval_id,
         },
     )

@@ -6,10 +6,11 @@ browser to the provider's authorization endpoint with a fresh ``state``, ``nonce
 in a short-lived signed cookie; ``finish`` checks the returned ``state`` against that cookie, redeems the code
 with the verifier, and accepts the ID token only when its signature (the provider's JWKS), issuer, audience (our
 client id), nonce and expiry hold. The approver is then ``person_id(iss, sub)``: the same person as a caller whose
-access token carries that issuer and subject, which is what four eyes compares.
+access token carries that issuer and subject, which is what four eyes compares (gateway/identity/person.py). What
+is shown beside the pair is the configured display claim or a verified email, never the self-set ``name``.
 
 Approver tokens: the SHA-256 of the token is compared in constant time with the configured ones; the approver is
-``person_id("static", subject)``.
+``person_id(issuer, subject)`` as the token's entry names them (``static`` when it names no issuer).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import os
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 import httpx
 import jwt
 
 from gateway.config import ApproverToken, OidcLogin
-from gateway.identity.caller import STATIC_ISSUER, person_id
+from gateway.identity.person import display_of, person_id
 
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
@@ -45,9 +46,14 @@ class Approver:
     """Who signed in: the identity compared for four eyes, and the name the page and audit show."""
 
     person: str
+    """``person_id(issuer, subject)``: who this is, compared for four eyes and counted for ``approvers``."""
     name: str
+    """What is shown beside the person (display claim, verified email, or the token's configured name)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, the rule's claim."""
+    via: Literal["oidc", "token"] = "oidc"
+    token_sha256: str | None = None
+    """For an approver token, the configured token's SHA-256 (a session ends when the config drops it)."""
 
 
 def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
@@ -67,17 +73,21 @@ def token_approver(tokens: list[ApproverToken], token: str) -> Approver | None:
     digest = hashlib.sha256(token.encode()).hexdigest()
     for entry in tokens:
         if hmac.compare_digest(digest, entry.sha256):
-            facts = {"sub": entry.subject, "iss": STATIC_ISSUER}
-            return Approver(person_id(STATIC_ISSUER, entry.subject), entry.name or entry.subject, facts)
+            facts = {"sub": entry.subject, "iss": entry.issuer}
+            person = person_id(entry.issuer, entry.subject)
+            return Approver(person, entry.name or entry.subject, facts, via="token", token_sha256=entry.sha256)
     return None
 
 
 class OidcClient:
     """The approval page as an OpenID Connect client of one provider."""
 
-    def __init__(self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None) -> None:
+    def __init__(
+        self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None, display: str | None = None
+    ) -> None:
         self._config = config
         self._claim = claim
+        self._display = display
         self._issuer = issuer.rstrip("/")
         self.redirect_uri = redirect_uri
         self._metadata: dict[str, Any] | None = None
@@ -129,8 +139,9 @@ class OidcClient:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise LoginFailed("no subject")
-        name = next((claims[key] for key in ("name", "email") if isinstance(claims.get(key), str)), subject)
-        return Approver(person_id(str(claims["iss"]), subject), str(name), approver_facts(claims, self._claim))
+        facts = approver_facts(claims, self._claim)
+        shown = display_of(claims, self._display) or subject
+        return Approver(person_id(str(claims["iss"]), subject), shown, facts)
 
     async def _verified(self, token: str, metadata: dict[str, Any]) -> dict[str, Any]:
         try:

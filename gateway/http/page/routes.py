@@ -1,9 +1,14 @@
-"""The approval page: server-rendered HTML, no JavaScript.
+"""The approval page: server-rendered HTML; its forms need no JavaScript (one static script adds local times).
 
-    GET  /approvals              the open approvals (signed in), each with a box to select it
-    POST /approvals              a batch decision on the selected ones (each its own decision and audit entry)
-    GET  /approvals/{id}         one write's facts in the gateway's own words, with Approve / Reject
-    POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin
+    GET  /approvals              the writes waiting (signed in), each with a box to select it; ``?show=`` the
+                                 approved, applied, not applied, rejected or expired ones, or all, newest first
+    POST /approvals              a batch decision on the selected ones (each its own decision and audit entry);
+                                 a Reject asks once more (``confirmed=yes``) before it is recorded
+    GET  /approvals/{id}         one write's facts in the gateway's own words and where it stands: Approve /
+                                 Reject while it waits, then whether the write ran (gateway/http/page/views.py)
+    POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin; Reject asks
+                                 once more
+    GET  /approvals/page.css, page.js   the stylesheet, and the script that shows each time in the viewer's zone
     GET  /approvals/api/open     the same list as JSON, for ``mcp-safety-gateway approvals`` (approver token)
     POST /approvals/api/{id}     a decision as JSON ``{"decision"}``; these two are gateway/http/page/api.py
     GET  /approvals/login        approver token form, or off to the identity provider
@@ -12,7 +17,8 @@
     POST /approvals/logout
 
 Every answer, the JSON API's and a store failure's (one exception handler, ``store_unavailable``) included, is
-``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet and forms
+``no-store`` with a Content-Security-Policy that allows nothing but this origin's stylesheet, script and forms
+(no inline script)
 (``frame-ancestors 'none'``: no other page can frame it and trick a click). Every form POST passes one guard
 (``_form_from_page``): this page's own origin and the CSRF token it was given. Every value that came from the
 backend or the caller is HTML-escaped by the templates and shown quoted, with invisible characters spelled out
@@ -25,6 +31,7 @@ import hmac
 import logging
 import secrets
 from functools import partial
+from math import ceil
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
@@ -35,15 +42,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.approvals.lifecycle import Refused, State, approval_url, approved_by, may_decide, state
+from gateway.approvals.lifecycle import Refused, Shown, State, approval_url, approved_by, may_decide, shown, state
 from gateway.http.page.api import ApprovalApi, api_answer
-from gateway.http.page.decisions import HEADERS, open_rows, record
-from gateway.http.page.login import Approver, LoginFailed, OidcClient, token_approver
-from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Session, Sessions, Signer
-from gateway.identity.principal import readable
-from gateway.records import Approval
+from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
+from gateway.http.page.login import Approver, LoginFailed, OidcClient
+from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Sessions, Signer
+from gateway.http.page.views import FILTERS, Row, headline, rows
+from gateway.http.page.views import filters as view_filters
+from gateway.records import Approval, ApproverSession
 from gateway.runtime import Gateway
-from gateway.text import quoted, rfc3339, shown
+from gateway.text import quoted, rfc3339
+from gateway.text import shown as shown_value
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -54,6 +63,7 @@ REFUSALS = {
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
     Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
 }
+TOO_MANY = "Too many approver-token attempts from here or with that token; try again in {seconds} seconds."
 
 
 class ApprovalPage:
@@ -62,22 +72,21 @@ class ApprovalPage:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         config = gw.config.approvals
-        self.sessions = Sessions(gw.keys, config.session_seconds)
-        self.login_state = Signer(gw.keys, "login")
+        self.sessions = Sessions(gw)
+        self.login_state = Signer(gw.keys, f"login:{gw.approvals_url}")
         self.api = ApprovalApi(gw)
         self.oidc: OidcClient | None = None
         issuer = gw.config.oidc_issuer()
         if config.login == "oidc" and config.oidc is not None and issuer is not None:
             callback = f"{gw.approvals_url}/approvals/callback"
-            self.oidc = OidcClient(config.oidc, issuer, callback, config.approvers.claim)
+            self.oidc = OidcClient(config.oidc, issuer, callback, config.approvers.claim, config.display_claim)
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
         self.templates.filters.update(
-            quoted=quoted,
-            shown=shown,
+            shown=shown_value,
             when=rfc3339,
             quoted_value=_quoted_value,
-            caller=_caller,
             approval_path=partial(approval_url, ""),
+            **view_filters(),
         )
 
     def routes(self) -> list[Route]:
@@ -87,6 +96,7 @@ class ApprovalPage:
             Route("/approvals", self.batch, methods=["POST"]),
             *self.api.routes(),
             Route("/approvals/page.css", self.stylesheet, methods=["GET"]),
+            Route("/approvals/page.js", self.script, methods=["GET"]),
             Route("/approvals/login", self.login_form, methods=["GET"]),
             Route("/approvals/login", self.login_with_token, methods=["POST"]),
             Route("/approvals/callback", self.callback, methods=["GET"]),
@@ -96,31 +106,35 @@ class ApprovalPage:
         ]
 
     async def listing(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         if session is None:
             return self._to_login("/approvals")
-        return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=None)
+        return await self._list(session, request.query_params.get("show", "waiting"), None)
 
     async def batch(self, request: Request) -> Response:
-        """Several selected approvals decided in one step; each is still its own decision and audit entry."""
+        """Several selected approvals decided in one step; each is still its own decision and audit entry. A Reject
+        asks once more first (it ends the plans)."""
         posted = await self._signed_in_form(request)
         if posted is None:
             return self._forged()
         session, form = posted
         verdict = form.get("decision")
-        chosen = [value for value in form.getlist("approval") if isinstance(value, str)]
+        chosen = list(dict.fromkeys(value for value in form.getlist("approval") if isinstance(value, str)))
         if verdict not in ("approve", "reject") or not chosen:
             return self._message(session, "Nothing decided", "Select approvals, then Approve or Reject.", 400)
+        if verdict == "reject" and form.get("confirmed") != "yes":
+            return await self._confirm_reject(session, "/approvals", chosen)
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         results = []
-        for approval_id in dict.fromkeys(chosen):
+        for approval_id in chosen:
             approval, refused = await record(self.gw, approval_id, session, answer)
-            outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else f"{answer}d"
+            done = "approved" if answer == "approve" else "rejected"
+            outcome = "no such approval" if approval is None else REFUSALS[refused] if refused else done
             results.append((approval_id, outcome))
-        return self._render("list.html", session, rows=await open_rows(self.gw, session.person), results=results)
+        return await self._list(session, "waiting", results)
 
     async def detail(self, request: Request) -> Response:
-        session = self._session(request)
+        session = await self._session(request)
         approval_id = request.path_params["approval_id"]
         if session is None:
             return self._to_login(approval_url("", approval_id))
@@ -139,6 +153,8 @@ class ApprovalPage:
         if verdict not in ("approve", "reject"):
             return self._message(session, "Refused", "Choose Approve or Reject.", 400)
         approval_id = request.path_params["approval_id"]
+        if verdict == "reject" and form.get("confirmed") != "yes":
+            return await self._confirm_reject(session, approval_url("", approval_id), [approval_id])
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
         approval, refused = await record(self.gw, approval_id, session, answer)
         if approval is None:
@@ -168,7 +184,12 @@ class ApprovalPage:
         if kept is None or form is None:
             return self._forged("the sign-in page")
         token = form.get("token")
-        approver = token_approver(self.gw.config.approvals.tokens, token) if isinstance(token, str) else None
+        try:
+            approver = await approver_by_token(self.gw, source_of(request), token) if isinstance(token, str) else None
+        except TooManyAttempts as slow:
+            response = self._message(None, "Too many attempts", TOO_MANY.format(seconds=ceil(slow.retry_after)), 429)
+            response.headers["Retry-After"] = str(ceil(slow.retry_after))
+            return response
         if approver is None:
             csrf = secrets.token_urlsafe(24)
             response = self._render(
@@ -177,7 +198,7 @@ class ApprovalPage:
             self._set_login_state(response, {"csrf": csrf, "next": kept.get("next", "/approvals")})
             response.status_code = 401
             return response
-        return self._signed_in(approver, _safe_next(kept.get("next")))
+        return await self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def callback(self, request: Request) -> Response:
         kept = self.login_state.unsign(request.cookies.get(LOGIN_COOKIE), self.gw.clock())
@@ -189,11 +210,12 @@ class ApprovalPage:
         except LoginFailed as exc:
             log.warning("approver login refused: %s", exc)
             return self._message(None, "Sign-in failed", "The identity provider's answer did not hold.", 401)
-        return self._signed_in(approver, _safe_next(kept.get("next")))
+        return await self._signed_in(approver, _safe_next(kept.get("next")))
 
     async def logout(self, request: Request) -> Response:
         if await self._signed_in_form(request) is None:
             return self._forged()
+        await self.sessions.end(request.cookies.get(SESSION_COOKIE))  # revoked in the store, for every replica
         response = self._message(None, "Signed out", "You are signed out.", 200)
         response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
         return response
@@ -202,15 +224,36 @@ class ApprovalPage:
         css = (TEMPLATES / "page.css").read_text()
         return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=300"})
 
+    async def script(self, request: Request) -> Response:
+        """The page's one script: it adds each time in the viewer's own zone (the page works without it)."""
+        js = (TEMPLATES / "page.js").read_text()
+        return Response(js, media_type="text/javascript", headers={**HEADERS, "Cache-Control": "max-age=300"})
+
     async def store_unavailable(self, request: Request, exc: Exception) -> Response:
         """The one answer of every page route whose store cannot be reached: 503 with the page's headers."""
         log.warning("approval page: the store is unavailable (%s)", type(exc).__name__)
         if request.url.path.startswith("/approvals/api/"):
             return api_answer({"error": "the gateway's store cannot be reached right now; try again"}, 503)
         text = "The gateway's store cannot be reached right now."
-        return self._message(self._session(request), "Try again", text, 503)
+        return self._message(None, "Try again", text, 503)
 
-    def _detail(self, session: Session, approval: Approval, notice: str | None) -> Response:
+    async def _list(self, session: ApproverSession, show: str, results: list[tuple[str, str]] | None) -> Response:
+        show = show if show in FILTERS else "waiting"
+        found = await rows(self.gw, session.person, show)
+        return self._render("list.html", session, rows=found, results=results, show=show, filters=FILTERS)
+
+    async def _confirm_reject(self, session: ApproverSession, action: str, chosen: list[str]) -> Response:
+        """Reject asks once more: the writes it would end, with a button that says so."""
+        now, found = self.gw.clock(), []
+        for approval_id in chosen:
+            approval = await self.gw.store.get_approval(approval_id)
+            if approval is not None:
+                found.append(Row(approval, shown(approval, now), not may_decide(approval, session.person)))
+        if not found:
+            return self._message(session, "No such approval", "There is no approval by that id.", 404)
+        return self._render("confirm.html", session, rows=found, action=action)
+
+    def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
         current = state(approval, now)
         own = not may_decide(approval, session.person)
@@ -224,14 +267,17 @@ class ApprovalPage:
             approval=approval,
             approved=approved_by(approval),
             state=current.value,
+            shown=shown(approval, now).value,
+            headline=headline(approval, now),
+            refresh=shown(approval, now) is Shown.APPROVED,
             own=own,
             can_decide=current is State.PENDING and authorized and not own and not decided,
             notice=notice,
             notice_kind="refused" if notice else "",
         )
 
-    def _signed_in(self, approver: Approver, target: str) -> Response:
-        _, cookie = self.sessions.issue(approver.person, approver.name, self.gw.clock(), approver.facts)
+    async def _signed_in(self, approver: Approver, target: str) -> Response:
+        _, cookie = await self.sessions.start(approver)
         response = self._redirect(target)
         response.set_cookie(
             SESSION_COOKIE,
@@ -251,12 +297,12 @@ class ApprovalPage:
             LOGIN_COOKIE, value, max_age=LOGIN_SECONDS, path="/", secure=True, httponly=True, samesite="lax"
         )
 
-    def _session(self, request: Request) -> Session | None:
-        return self.sessions.read(request.cookies.get(SESSION_COOKIE), self.gw.clock())
+    async def _session(self, request: Request) -> ApproverSession | None:
+        return await self.sessions.read(request.cookies.get(SESSION_COOKIE))
 
-    async def _signed_in_form(self, request: Request) -> tuple[Session, FormData] | None:
+    async def _signed_in_form(self, request: Request) -> tuple[ApproverSession, FormData] | None:
         """The signed-in session and the form it POSTed from this page, or None."""
-        session = self._session(request)
+        session = await self._session(request)
         form = await self._form_from_page(request, session.csrf if session is not None else None)
         return (session, form) if session is not None and form is not None else None
 
@@ -273,13 +319,13 @@ class ApprovalPage:
         base = self.gw.approvals_url
         return base is not None and _origin(origin) == _origin(base)
 
-    def _render(self, template: str, session: Session | None, **values: Any) -> HTMLResponse:
+    def _render(self, template: str, session: ApproverSession | None, **values: Any) -> HTMLResponse:
         html = self.templates.get_template(template).render(
             gateway_name=self.gw.config.gateway.name, session=session, **values
         )
         return HTMLResponse(html, headers=HEADERS)
 
-    def _message(self, session: Session | None, title: str, text: str, status: int) -> HTMLResponse:
+    def _message(self, session: ApproverSession | None, title: str, text: str, status: int) -> HTMLResponse:
         response = self._render("message.html", session, title=title, text=text)
         response.status_code = status
         return response
@@ -310,10 +356,5 @@ def _origin(url: str) -> tuple[str, str]:
     return parts.scheme, parts.netloc
 
 
-def _caller(caller: str) -> str:
-    """A caller as a person reads it (client/subject and issuer), quoted."""
-    return quoted(readable(caller))
-
-
 def _quoted_value(value: Any) -> str:
-    return quoted(value) if isinstance(value, str) else shown(value)
+    return quoted(value) if isinstance(value, str) else shown_value(value)

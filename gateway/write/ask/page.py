@@ -11,6 +11,13 @@
                                (the client retries at once); the whole wait is bounded by the prompt timeout
                  any other client (form only, or no elicitation at all) gets approval_pending with the link;
                  a retry with the same key goes on once the approval is given
+    declined     the client would not open the link: not_confirmed, and nothing is used up (the write still
+                 waits on the page; a retry with the same key is sent the link again). Only a Reject on the page
+                 ends the plan.
+
+A pushed link (2025-11-25) carries ``_meta["mcp-safety-gateway/approval"]``: ``expiresAt`` (the approval's end) and
+``waitsUntil`` (when this call stops waiting and answers approval_pending), so a client can show how long the wait
+has left (the terminal client does).
 
 Nothing the client answers counts as a yes: the decision is read from the store, where only the page writes it.
 The 2026 ``requestState`` carries when the first ask happened, so the wait stays bounded across retries; it is
@@ -29,12 +36,21 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 
-from gateway.approvals.lifecycle import State, approval_id_for, approval_url, binds, new_approval, state
+from gateway.approvals.lifecycle import (
+    WAIT_META,
+    State,
+    approval_id_for,
+    approval_url,
+    binds,
+    new_approval,
+    state,
+)
 from gateway.approvals.policy import Choice
 from gateway.errors import Code, ToolError
-from gateway.identity.caller import current_person
+from gateway.identity.caller import current_display, current_person
 from gateway.records import Approval, Plan
 from gateway.stores import Store
 from gateway.text import rfc3339
@@ -65,11 +81,16 @@ class Request:
     """How many approvals the caller may have waiting at once ([approvals] max_pending_per_caller)."""
     announce: Callable[[Approval, str], None] | None = None
     """Told about a new approval and its link (the rule's webhook), without waiting."""
+    caller_display: str | None = None
+    target_name: str | None = None
+    """Shown on the page beside the requester and the target (gateway.records.Approval)."""
 
 
-def request_for(gw: Parts, plan: Plan, key: str, message: str, choice: Choice, timeout: float) -> Request:
-    """What a url-mode write asks the approval page for: the plan, the caller as a person, the rule's approvers,
-    four eyes and webhook."""
+def request_for(
+    gw: Parts, plan: Plan, key: str, message: str, choice: Choice, timeout: float, target_name: str | None
+) -> Request:
+    """What a url-mode write asks the approval page for: the plan, the caller as a person (and the name shown for
+    them), the target's name as the backend reported it, the rule's approvers, four eyes and webhook."""
     notifier, webhook = gw.notifier, choice.notify
     announce = None
     if notifier is not None and webhook is not None:
@@ -77,6 +98,8 @@ def request_for(gw: Parts, plan: Plan, key: str, message: str, choice: Choice, t
     return Request(
         plan=plan,
         caller_person=current_person(),
+        caller_display=current_display(),
+        target_name=target_name,
         key=key,
         message=message,
         page_url=gw.approvals_url,
@@ -124,6 +147,8 @@ async def approval_for(request: Request, gw: Parts) -> Approval:
             needed=request.approvers,
             four_eyes=request.four_eyes,
             rule=request.rule,
+            caller_display=request.caller_display,
+            target_name=request.target_name,
         )
         found = await store.put_approval(made)
         if found == made and request.announce is not None and request.page_url is not None:
@@ -175,6 +200,30 @@ def _pending(approval: Approval, request: Request) -> ToolError:
     )
 
 
+def _declined(approval: Approval, request: Request, action: str) -> ToolError:
+    """The client would not open the link: nothing is used up, the write still waits on the page."""
+    url = approval_url(request.page_url or "", approval.approval_id)
+    return ToolError(
+        Code.NOT_CONFIRMED,
+        f"The user did not open the approval page ({action}). Nothing was changed, and the write still waits for"
+        f" approval at {url} until {rfc3339(approval.expires_at)}: retry this call with the same idempotencyKey"
+        " to be sent the link again.",
+        details={"url": url, "approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)},
+    )
+
+
+def _link(request: Request, approval: Approval, *, waits_until: float | None = None) -> types.ElicitRequestURLParams:
+    """The url elicitation for an approval: the question, the page's link, and (pushed, 2025-11-25) how long this
+    call waits. The 2026-07-28 wire has no ``_meta`` on an embedded request: the SDK drops it, so none is sent."""
+    wait = {"approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)}
+    return types.ElicitRequestURLParams(
+        message=request.message,
+        url=approval_url(request.page_url or "", approval.approval_id),
+        elicitation_id=approval.approval_id,
+        _meta=None if waits_until is None else {WAIT_META: {**wait, "waitsUntil": rfc3339(waits_until)}},
+    )
+
+
 def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
@@ -183,18 +232,20 @@ def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 async def _pushed(ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, gw: Parts) -> State:
     """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
-    url = approval_url(request.page_url or "", approval.approval_id)
+    link = _link(request, approval, waits_until=min(gw.clock() + request.timeout, approval.expires_at))
     try:
         with anyio.fail_after(request.timeout):
-            answer = await ctx.session.elicit_url(
-                request.message, url, approval.approval_id, related_request_id=ctx.request_id
+            answer = await ctx.session.send_request(
+                types.ElicitRequest(params=link),
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
     except TimeoutError:
         raise _pending(approval, request) from None
     except NoBackChannelError:
         raise _pending(approval, request) from None
     if answer.action != "accept":
-        raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
+        raise _declined(approval, request, answer.action)
     current = await _wait(gw, approval, until=gw.clock() + request.timeout)
     if current is not State.PENDING:
         await ctx.session.send_elicit_complete(approval.approval_id, related_request_id=ctx.request_id)
@@ -210,7 +261,7 @@ async def _stateless_round(
         return _input_required(request, approval, gw.clock(), with_link=True)
     answer = (params.input_responses or {}).get(ANSWER_KEY)
     if isinstance(answer, types.ElicitResult) and answer.action != "accept":
-        raise ToolError(Code.NOT_CONFIRMED, f"The user did not open the approval page ({answer.action}).")
+        raise _declined(approval, request, answer.action)
     deadline = asked_at + request.timeout
     if gw.clock() >= deadline:
         raise _pending(approval, request)
@@ -260,8 +311,7 @@ def _input_required(
 ) -> types.InputRequiredResult:
     if not with_link:
         return types.InputRequiredResult(request_state=_state(request, asked_at))
-    url = approval_url(request.page_url or "", approval.approval_id)
-    link = types.ElicitRequestURLParams(message=request.message, url=url)
+    link = _link(request, approval)
     return types.InputRequiredResult(
         input_requests={ANSWER_KEY: types.ElicitRequest(params=link)}, request_state=_state(request, asked_at)
     )

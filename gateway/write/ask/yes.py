@@ -2,8 +2,9 @@
 client's form (``form``, ``typed``), with the audit entry told what was asked and answered.
 
 A planned write and a pass-through write differ only in what they check right before asking (``ready``: a
-planned write re-reads its target) and whether a refusal names a tool to start over with (a planned write's
-preview). A declined or cancelled form uses a stored plan up, so the same plan never prompts again.
+planned write re-reads its target, whose reported name the page shows) and whether a refusal names a tool to start
+over with (a planned write's preview). A declined or cancelled form uses a stored plan up, so the same plan never
+prompts again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway.approvals.lifecycle import approved_by
+from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import Choice, decided_by
 from gateway.records import Plan
 from gateway.write.ask import form, page
@@ -34,7 +35,7 @@ async def ask(
     choice: Choice,
     wait_seconds: float,
     *,
-    ready: Callable[[], Awaitable[None]],
+    ready: Callable[[], Awaitable[str | None]],
     start_over: str | None,
 ) -> Interim | None:
     """None once the yes is given; a request for input (2026) or a task (the tasks extension) to answer with as it
@@ -42,15 +43,15 @@ async def ask(
     gw, decided = call.gw, decided_by(choice)
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
-        await ready()
-        request = page.request_for(gw, plan, key, message, choice, wait_seconds)
+        request = page.request_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
         if wants_task(ctx):
             return await open_task(gw, params, request, call.name, gw.config.approvals.max_tasks_per_caller)
         await call.progress(ASKING)
         approved = await page.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
-        call.note(confirmation="approved", extra={**decided, "approvers": approved_by(approved)})
+        call.note(confirmation="approved", extra={**decided, "approvers": approvers_of(approved)})
+        call.approved = True
         return None
     require_form(ctx.session.client_capabilities)
     await ready()

@@ -1,0 +1,130 @@
+"""What the approval page shows of an approval, in the gateway's own words: where the write stands, the requester
+as a person, the target by its reported name, times that a small script also shows in the viewer's own zone.
+
+    FILTERS   the list's views: waiting (the default), approved (for the agent's retry), applied, not applied,
+              rejected, expired, all; newest first, each as the store keeps approvals (an hour past expiry)
+    Row       one approval as a row of the list or of a Reject confirmation
+    headline  the detail page's title and the sentence under it, by where the write stands
+    filters   the Jinja filters the templates use; every value from outside escaped (gateway/text.py)
+
+Nothing here decides anything: the states come from gateway.approvals.lifecycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from gateway.approvals.lifecycle import Shown, State, may_decide, shown, state
+from gateway.identity.person import audited, readable_person
+from gateway.identity.principal import decode, readable
+from gateway.records import TOMBSTONE_SECONDS, Approval
+from gateway.runtime import Gateway
+from gateway.text import escaped, quoted, rfc3339
+
+FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
+    "waiting": ("Waiting", frozenset({Shown.WAITING})),
+    "approved": ("Approved, not yet run", frozenset({Shown.APPROVED})),
+    "applied": ("Applied", frozenset({Shown.APPLIED})),
+    "not_applied": ("Approved, not applied", frozenset({Shown.NOT_APPLIED})),
+    "rejected": ("Rejected", frozenset({Shown.REJECTED})),
+    "expired": ("Expired", frozenset({Shown.EXPIRED})),
+    "all": ("All", frozenset(Shown)),
+}
+"""The list's filters: the query's ``show``, its label, and which states it shows."""
+LABELS = {
+    Shown.WAITING: "waiting",
+    Shown.APPROVED: "approved: waiting for the agent's retry",
+    Shown.APPLIED: "applied",
+    Shown.NOT_APPLIED: "approved, not applied",
+    Shown.REJECTED: "rejected",
+    Shown.EXPIRED: "expired",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One approval as a person sees it in a list."""
+
+    approval: Approval
+    shown: Shown
+    own: bool
+
+    @property
+    def state(self) -> str:
+        """The state's name, as the CSS class and the filters spell it."""
+        return self.shown.value
+
+    @property
+    def selectable(self) -> bool:
+        """Whether the list offers a box to decide it: waiting, and not this person's own write."""
+        return self.shown is Shown.WAITING and not self.own
+
+
+async def rows(gw: Gateway, person: str, show: str) -> list[Row]:
+    """The approvals a filter shows, newest first, with where each stands and whether it is this person's own."""
+    now = gw.clock()
+    states = FILTERS.get(show, FILTERS["waiting"])[1]
+    kept = await gw.store.open_approvals(now - TOMBSTONE_SECONDS)  # what the store keeps: an hour past expiry
+    found = [Row(a, shown(a, now), not may_decide(a, person)) for a in kept]
+    return [row for row in found if row.shown in states]
+
+
+def headline(approval: Approval, now: float) -> tuple[str, str]:
+    """The detail page's title and the sentence under it: where the write stands, in words."""
+    where = shown(approval, now)
+    result = approval.result or {}
+    if where is Shown.WAITING:
+        return "Approve this write?", ""
+    if where is Shown.APPROVED:
+        return "Approved: the write has not run yet", (
+            "It runs when the agent's call comes back for it (a waiting call does at once; otherwise its retry "
+            f"with the same key), until {rfc3339(approval.expires_at)}. This page looks again every few seconds."
+        )
+    if where is Shown.APPLIED:
+        version = f", version {result['version']} after it" if result.get("version") is not None else ""
+        return "Approved and applied", f"The write ran at {rfc3339(result.get('at', now))}{version}."
+    if where is Shown.NOT_APPLIED:
+        return "Approved, but not applied", _not_applied(result)
+    if where is Shown.REJECTED:
+        return "Rejected", "Nothing was written, and this plan cannot be used again."
+    if state(approval, now) is State.APPROVED:
+        return "Expired: nothing was written", "It was approved, and the agent did not use it before the plan expired."
+    return "Expired: nothing was written", "Nobody decided before it expired."
+
+
+def _not_applied(result: dict[str, Any]) -> str:
+    code = str(result.get("code") or result.get("outcome"))
+    if result.get("outcome") == "unknown":
+        return "The write was sent and no answer came back: it may have run (outcome_unknown). Check the target."
+    if result.get("outcome") == "backend_error":
+        return "The backend refused the write (backend_error). Nothing was changed by the gateway."
+    return f"The gateway refused the write ({code}); nothing was written. The agent must preview again."
+
+
+def requester(approval: Approval) -> str:
+    """Who asked, as a person: their (issuer, subject) with their display beside it, and the client they used;
+    the caller as the audit names it where no person is known (no [auth])."""
+    principal = decode(approval.caller)
+    if approval.caller_person is None or principal is None:
+        return escaped(readable(approval.caller))
+    person = readable_person(audited(approval.caller_person, approval.caller_display))
+    return escaped(f"{person} using {principal.client}")
+
+
+def time_tag(timestamp: float) -> Markup:
+    """A time in UTC, marked up so that the page's script can add it in the viewer's own zone."""
+    text = rfc3339(timestamp)
+    return Markup('<time datetime="{0}">{0}</time>').format(escape(text))
+
+
+def label(where: Shown) -> str:
+    """A state in words."""
+    return LABELS[where]
+
+
+def filters() -> dict[str, Any]:
+    """The filters the templates use beside the text ones (gateway.text)."""
+    return {"requester": requester, "time": time_tag, "label": label, "quoted": quoted}
