@@ -66,6 +66,7 @@ async def check(
     """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
     ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
+    report.notes.extend(what_leaves(config))
     report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []
@@ -112,6 +113,27 @@ async def check(
     for line in explained:
         out(line)
     return 1 if report.problems else 0
+
+
+def what_leaves(config: GatewayConfig) -> list[str]:
+    """What the config sends each backend besides MCP itself, so the operator sees what leaves the machine: an HTTP
+    backend's headers (and the variables their values come from), a stdio child's extra environment (names only)."""
+    lines = []
+    for name, section in config.backend_sections().items():
+        key = "backend" if config.backend is section else f"backends.{name}"
+        if section.transport == "http":
+            sent = ", ".join(
+                f"{printable(header)} (from ${printable(var)})" for header, var in section.headers_from_env.items()
+            )
+            lines.append(f"{key} sends headers {sent}" if sent else f"{key} sends no headers of its own")
+        else:
+            names = ", ".join(printable(var) for var in section.env)
+            lines.append(
+                f"{key} starts its child with environment {names} (besides a minimal default one)"
+                if names
+                else f"{key} starts its child with no environment of its own (a minimal default one)"
+            )
+    return lines
 
 
 def _weaker_rules(config: GatewayConfig) -> list[str]:

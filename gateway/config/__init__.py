@@ -14,7 +14,6 @@ tool is served by its preview's backend.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import tomllib
@@ -45,6 +44,7 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
+from gateway.text import toml_string
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -84,6 +84,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "to_toml",
+    "toml_key",
     "toml_value",
 ]
 
@@ -98,6 +99,7 @@ class ConfigError(Exception):
 DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
 
@@ -339,8 +341,8 @@ def to_toml(data: dict[str, Any]) -> str:
     for name, section in data.items():
         entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
         for entry, body in entries:
-            lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
-            lines.extend(f"{json.dumps(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
+            lines.append(f"[{name}]" if entry is None else f"[{name}.{toml_key(entry)}]")
+            lines.extend(f"{toml_key(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
     return "\n".join(lines) + "\n"
 
 
@@ -351,11 +353,16 @@ def toml_value(item: Any) -> str:
     if isinstance(item, int | float):
         return repr(item)
     if isinstance(item, str):
-        return json.dumps(item)
+        return toml_string(item)
     if isinstance(item, list):
         return "[" + ", ".join(toml_value(element) for element in item) + "]"
-    pairs = [f"{json.dumps(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
+    pairs = [f"{toml_key(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
     return "{" + ", ".join(pairs) + "}"
+
+
+def toml_key(key: str) -> str:
+    """A key as TOML: bare when it can be, else a quoted string (gateway.text.toml_string)."""
+    return key if BARE_KEY.match(key) else toml_string(key)
 
 
 def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:

@@ -140,8 +140,8 @@ def check(config: Path) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("profile", "answers", "found"),
     [
-        (TENANTS, LEGACY_ANSWERS, ["action 'reseed': destructive", "action 'list': read", "action 'create': write"]),
-        (FLAGS, None, ["argument 'op' names an action", "free-form payload argument 'args'"]),
+        (TENANTS, LEGACY_ANSWERS, ['action "reseed": destructive', 'action "list": read', 'action "create": write']),
+        (FLAGS, None, ['argument "op" names an action', 'free-form payload argument "args"']),
         (DATABASES, DB_ANSWERS, ["its enum lists actions of different risk", "server_status: every hint stated"]),
     ],
     ids=str,

@@ -7,21 +7,24 @@ pair per destructive action, whose target read is the god-tool's get-like action
 the protection rule, the inputs, the summary numbers, the confirmation message, the payloads and the paths into
 the answers stay TODO. Actions whose verb is unknown are never drafted as calls (they may change things). A tool
 that states every hint and has an ``outputSchema`` becomes a pass-through entry; every other tool stays hidden.
+
+The server's text is its claim and may be hostile: it enters the draft only as TOML strings and comments
+(gateway.text.toml_string, toml_comment), which parse back to exactly that text, so no name or description can
+add a key or a table; a name with control, bidi or format characters is not drafted, only named in the header.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from gateway.cli.inspect.findings import GodTool, ToolFindings
-from gateway.config import toml_value
+from gateway.config import toml_key, toml_value
+from gateway.text import is_plain, toml_comment
 
 LIST_VERBS = {"list", "search", "find", "query", "browse", "export", "all"}
 GET_VERBS = {"get", "describe", "show", "read", "fetch", "info", "view", "lookup"}
 SUBTABLES = {"target", "get", "fields", "inputs", "summary", "annotations"}
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def todo(question: str) -> str:
@@ -30,24 +33,31 @@ def todo(question: str) -> str:
 
 
 def draft(server: str, backend: dict[str, Any], findings: list[ToolFindings]) -> dict[str, Any]:
-    """The draft config (as data) for a server reached as ``backend`` describes, from its tools' findings."""
-    gods = [found for found in findings if found.god is not None]
+    """The draft config (as data) for a server reached as ``backend`` describes, from its tools' findings. Only
+    names a person can read as they are (gateway.text.is_plain) are drafted as values; the others are named,
+    escaped, in the header."""
+    gods = [found for found in findings if found.god is not None and is_plain(found.name)]
     main = gods[0] if gods else None
     noun = _noun(main.name if main is not None else server)
     data: dict[str, Any] = {
-        "gateway": {"name": f"{_slug(server)}-gateway", "store": "sqlite:var/gateway.db", "state_dir": "var"},
+        "gateway": {"name": f"{_slug(server)[:40]}-gateway", "store": "sqlite:var/gateway.db", "state_dir": "var"},
         "backend": dict(backend),
         "tools": {},
     }
     if main is not None and main.god is not None:
+        payload = main.god.payload_argument
         data["backend"].update(
             tool=main.name,
             action_argument=main.god.action_argument,
-            payload_argument=main.god.payload_argument or todo("the argument that carries an action's data"),
+            payload_argument=(
+                payload
+                if payload is not None and is_plain(payload)
+                else todo("the argument that carries an action's data")
+            ),
         )
         data["tools"].update(_god_tool_tools(main.god, noun))
     for found in findings:
-        if found.safe_to_pass_through:
+        if found.safe_to_pass_through and is_plain(found.name):
             data["tools"][_slug(found.name)] = _passthrough(found, noun)
     return data
 
@@ -55,15 +65,21 @@ def draft(server: str, backend: dict[str, Any], findings: list[ToolFindings]) ->
 def header(server: str, findings: list[ToolFindings]) -> list[str]:
     """The comment lines above the draft: how it was made and what it leaves out."""
     lines = [
-        f"Drafted by `mcp-safety-gateway inspect` from {server}, by reading its tools/list only.",
+        f"Drafted by `mcp-safety-gateway inspect` from [{server}], by reading its tools/list only.",
         "Replace every TODO (the gateway refuses a file that still has one), then run",
         "`mcp-safety-gateway check --config THIS_FILE` against the server.",
     ]
     for found in findings:
-        if found.god is not None:
+        if not is_plain(found.name):
+            lines.append(f"{found.name}: not drafted: its name holds control, bidi or format characters.")
+        elif found.god is not None:
+            hostile = sorted(name for name in found.god.actions if not is_plain(name))
             by_risk = {
-                risk: sorted(n for n, r in found.god.actions.items() if r == risk) for risk in ("write", "unknown")
+                risk: sorted(n for n, r in found.god.actions.items() if r == risk and is_plain(n))
+                for risk in ("write", "unknown")
             }
+            if hostile:
+                lines.append(f"{found.name}: not drafted (names with control, bidi or format characters): {hostile}")
             if not found.god.actions:
                 lines.append(f"{found.name}: lists no actions; the tools below are a skeleton: name each action.")
             if by_risk["write"]:
@@ -79,11 +95,11 @@ def header(server: str, findings: list[ToolFindings]) -> list[str]:
 
 def to_draft_toml(data: dict[str, Any], comments: list[str]) -> str:
     """TOML a person can edit: one table per tool, its target, inputs and fields as tables of their own."""
-    lines = [f"# {line}" for line in comments]
+    lines = [toml_comment(line) for line in comments]
     for section, body in data.items():
         entries = body.items() if section in {"tools", "lookups", "backends"} else [(None, body)]
         for name, entry in entries:
-            _table(lines, section if name is None else f"{section}.{_key(name)}", entry)
+            _table(lines, section if name is None else f"{section}.{toml_key(name)}", entry)
     return "\n".join(lines) + "\n"
 
 
@@ -96,12 +112,13 @@ def _god_tool_tools(god: GodTool, noun: str) -> dict[str, Any]:
             name: _write_tool(todo("the destructive action to wrap"), f"preview_{name}", noun),
         }
     tools: dict[str, Any] = {}
-    reads = [name for name, risk in god.actions.items() if risk == "read"]
+    plain = {name: risk for name, risk in god.actions.items() if is_plain(name)}
+    reads = [name for name, risk in plain.items() if risk == "read"]
     get = next((name for name in reads if _verbs(name) & GET_VERBS), None)
     for action in reads:
         if _verbs(action) & LIST_VERBS:
             tools[_tool_name(action, noun, plural=True)] = _read_tool(action, noun)
-    for action, risk in god.actions.items():
+    for action, risk in plain.items():
         if risk == "destructive":
             name = _tool_name(action, noun)
             tools[f"preview_{name}"] = _preview_tool(action, get, noun)
@@ -180,13 +197,9 @@ def _table(lines: list[str], path: str, body: dict[str, Any]) -> None:
         if isinstance(value, dict) and key in SUBTABLES:
             nested.append((key, value))
         elif value is not None:
-            lines.append(f"{_key(key)} = {toml_value(value)}")
+            lines.append(f"{toml_key(key)} = {toml_value(value)}")
     for key, value in nested:
-        _table(lines, f"{path}.{_key(key)}", value)
-
-
-def _key(key: str) -> str:
-    return key if BARE_KEY.match(key) else json.dumps(key)
+        _table(lines, f"{path}.{toml_key(key)}", value)
 
 
 def _verbs(action: str) -> set[str]:

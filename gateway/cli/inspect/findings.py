@@ -18,6 +18,7 @@ import mcp_types as types
 
 from gateway.cli import actions
 from gateway.config import SPEC_DEFAULTS
+from gateway.text import MAX_NAME, quoted
 
 Risk = Literal["read", "write", "destructive", "unknown"]
 
@@ -130,13 +131,13 @@ def _god_tool(tool: types.Tool, properties: Mapping[str, Any], free_form: list[s
     listed = actions.enumerated(tool.input_schema, argument)
     names = listed if listed is not None else _listed_in_description(tool.description or "", argument)
     risks = {name: risk_of(name) for name in names}
-    signals = [f"argument {argument!r} names an action"]
+    signals = [f"argument {quoted(argument)} names an action"]
     kinds = sorted({risk for risk in risks.values() if risk != "unknown"})
     if len(kinds) > 1:
         where = "enum" if listed is not None else "description"
         signals.append(f"its {where} lists actions of different risk ({', '.join(kinds)})")
     if free_form:
-        signals.append(f"free-form payload argument {free_form[0]!r}")
+        signals.append(f"free-form payload argument {quoted(free_form[0], MAX_NAME)}")
     if len(signals) < 2:
         return None  # one signal alone (say an 'op' string) is not enough to call it a god-tool
     payload = next((name for name in free_form if name != argument), None)
