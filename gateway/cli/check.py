@@ -36,6 +36,7 @@ from gateway.config import (
     ToolConfig,
 )
 from gateway.config.expressions import MISSING, at_path
+from gateway.config.godtool import enumerated
 from gateway.errors import Code, ToolError
 from gateway.runtime import load_catalog
 from gateway.text import columns, printable, quoted
@@ -67,6 +68,7 @@ async def check(
     ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
     report.notes.extend(what_leaves(config))
+    report.warnings.extend(config.republished_god_tools())
     report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []
@@ -275,7 +277,7 @@ async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
     if not writes:
         return
     argument = probe.section.action_argument
-    listed = actions.enumerated(god.input_schema, argument)
+    listed = enumerated(god.input_schema, argument)
     source = f"the enum of {probe.section.tool}.{argument}"
     if listed is None and probe.probe_actions:
         refusal = await _refusal_of_an_impossible_action(probe)

@@ -201,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
+    for warning in config.republished_god_tools():
+        log.warning("%s", warning)
     from gateway.audit.sinks import SinkError
     from gateway.errors import StoreInUse
     from gateway.observability import tracing

@@ -28,7 +28,7 @@ from gateway.config.expressions import names_in
 from gateway.config.face import Hints
 from gateway.config.kinds import PreviewTool, ReadTool, ToolKind, WriteTool
 from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
-from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool
+from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool, god_tool_sentence
 from gateway.config.sections import (
     AuditStreamSection,
     AuthSection,
@@ -44,7 +44,7 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
-from gateway.text import toml_string
+from gateway.text import MAX_NAME, quoted, toml_string
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -153,6 +153,40 @@ class GatewayConfig(Model):
             if write is not None and write.backend is not None and write.backend != self.backend_of(write.preview):
                 raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
         return self
+
+    @model_validator(mode="after")
+    def _no_god_tool_republished(self) -> GatewayConfig:
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None or tool.republishes_god_tool():
+                continue
+            backend = self.backend_of(name)
+            wrappers = self.wrappers_of(backend)
+            if source == self.backend_sections()[backend].tool and wrappers:
+                why = f"is the god-tool that {', '.join(wrappers)} wrap"
+                raise ValueError(f"tools.{name}.source: {god_tool_sentence(source, why)}")
+        return self
+
+    def wrappers_of(self, backend: str) -> list[str]:
+        """The tools and lookups that call a backend's god-tool (none: the backend serves only pass-through tools)."""
+        tools = [
+            f"tools.{name}" for name, tool in self.tools.items() if not tool.relays and self.backend_of(name) == backend
+        ]
+        lookups = [
+            f"lookups.{name}"
+            for name, lookup in self.lookups.items()
+            if lookup.call is not None and self.lookup_backend(name) == backend
+        ]
+        return tools + lookups
+
+    def republished_god_tools(self) -> list[str]:
+        """A warning for each tool the operator insists on publishing although it may be a god-tool."""
+        return [
+            f"tools.{name}: unsafe_republish_god_tool = true publishes {quoted(tool.relayed(name) or name, MAX_NAME)}, "
+            "which may be a god-tool; every call is confirmed, keyed and audited"
+            for name, tool in self.tools.items()
+            if tool.republishes_god_tool()
+        ]
 
     def backend_sections(self) -> dict[str, BackendSection]:
         """Every backend by name: ``[backend]`` as ``default``, then each ``[backends.NAME]``."""

@@ -7,6 +7,12 @@ stated here, because a hint left out would fall back to the MCP spec's defaults 
 whose hints nobody decided. The input and output schemas are the backend's, or the ones given here; the
 gateway checks both directions against them. A tool that is not read-only is confirmed and idempotent like a
 planned write (gateway.write.passthrough). Backend tools not listed stay hidden.
+
+No entry re-publishes a god-tool: one whose source is the god-tool the planned tools wrap is refused when the
+config loads (gateway.config.GatewayConfig), and one whose backend tool takes an action or command argument
+(gateway.config.godtool) does not fit (``Misfit``), so it is never published. An operator who insists sets
+``unsafe_republish_god_tool = true``, which needs ``read_only = false``: every call is then confirmed, keyed and
+audited like a write, and ``check`` and ``serve`` say so.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from pydantic import Field, model_validator
 
 from gateway.config.expressions import names_in
 from gateway.config.face import IDEMPOTENCY_KEY, Face, Hints, Misfit
+from gateway.config.godtool import action_argument
 from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, Sources, ToolKind
+from gateway.text import MAX_NAME, quoted
 
 SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 """What a client assumes for a hint a tool does not state (MCP 2025-11-25, ToolAnnotations)."""
@@ -37,9 +45,15 @@ class PassthroughTool(ToolKind):
     message: str | None = None
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
+    unsafe_republish_god_tool: bool = False
 
     @model_validator(mode="after")
     def _confirmable(self) -> PassthroughTool:
+        if self.unsafe_republish_god_tool and self.annotations.read_only:
+            raise ValueError(
+                "unsafe_republish_god_tool needs annotations.read_only = false: a god-tool's every call is then "
+                "confirmed, keyed and audited"
+            )
         if self.confirm == "typed" and self.target_argument is None:
             raise ValueError("confirm = 'typed' needs target_argument (the argument the user must type)")
         for schema, key in ((self.input_schema, "input_schema"), (self.output_schema, "output_schema")):
@@ -55,6 +69,12 @@ class PassthroughTool(ToolKind):
     def source_name(self, published: str) -> str:
         """The backend's name for this tool."""
         return self.source or published
+
+    def relayed(self, name: str) -> str | None:
+        return self.source_name(name)
+
+    def republishes_god_tool(self) -> bool:
+        return self.unsafe_republish_god_tool
 
     @property
     def relays(self) -> bool:
@@ -84,6 +104,11 @@ class PassthroughTool(ToolKind):
         if found is None:
             listed = sorted(tool.name for tool in sources.listing)
             raise Misfit(f"tools.{name}.source", f"the backend has no tool {source!r}; it has {listed}")
+        if not self.unsafe_republish_god_tool:
+            for schema in (found.input_schema, self.input_schema or {}):
+                argument = action_argument(schema)
+                if argument is not None:
+                    raise Misfit(f"tools.{name}.source", god_tool_sentence(source, f"takes {argument}"))
         if self.input_schema is not None:
             inputs = dict(self.input_schema)
         else:  # strict, like every published tool: only the arguments the backend declares are passed on
@@ -105,6 +130,16 @@ class PassthroughTool(ToolKind):
                 f"tools.{name}.message", f"uses {{{sorted(unknown)[0]}}}, which is not an argument of {source}"
             )
         return Face(self.title or found.title, self.description or found.description, inputs, outputs, self.annotations)
+
+
+def god_tool_sentence(source: str, why: str) -> str:
+    """Why a pass-through of a god-tool is refused, and the ways on."""
+    return (
+        f"{quoted(source, MAX_NAME)} {why}: it is a god-tool, and publishing it would let any caller run every one of "
+        "its actions with no preview, prompt, key or audit. Wrap its actions as read, preview and write tools "
+        "instead (or, to insist, set unsafe_republish_god_tool = true and read_only = false: every call is then "
+        "confirmed, keyed and audited)"
+    )
 
 
 def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: Any, key: str) -> dict[str, Any]:

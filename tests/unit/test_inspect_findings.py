@@ -8,8 +8,9 @@ import mcp_types as types
 import pytest
 
 from gateway.cli.inspect.draft import draft
-from gateway.cli.inspect.findings import examine, risk_of
+from gateway.cli.inspect.findings import examine
 from gateway.config import ConfigError, parse_config
+from gateway.config.godtool import risk_of
 
 
 def tool(input_schema: dict[str, Any], description: str = "", **extra: Any) -> types.Tool:

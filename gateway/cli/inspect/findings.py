@@ -4,7 +4,7 @@ For every tool: which hints it leaves to the MCP spec's defaults (and what a cli
 has an ``outputSchema``, which arguments are free-form objects. For a god-tool (an argument that names an
 action, and actions of different risk in its enum or description): its actions, each classed by its verb as
 ``read``, ``write``, ``destructive`` or ``unknown``. A verb the lists below do not know is ``unknown``: such an
-action is never drafted as a call, since it may change things.
+action is never drafted as a call, since it may change things (the verbs: gateway.config.godtool).
 """
 
 from __future__ import annotations
@@ -12,29 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 
-from gateway.cli import actions
 from gateway.config import SPEC_DEFAULTS
+from gateway.config.godtool import ACTION_ARGUMENTS, Risk, enumerated, risk_of
 from gateway.text import MAX_NAME, quoted
 
-Risk = Literal["read", "write", "destructive", "unknown"]
-
-ACTION_ARGUMENTS = ("action", "command", "cmd", "op", "operation", "verb", "method", "task")
-READ_VERBS = {
-    "list", "get", "read", "show", "describe", "fetch", "search", "find", "query", "status", "view", "count",
-    "history", "info", "lookup", "check", "stat", "stats", "peek", "browse", "export",
-}  # fmt: skip
-WRITE_VERBS = {
-    "create", "add", "insert", "update", "set", "put", "patch", "rename", "enable", "disable", "apply",
-    "assign", "import", "upload", "move", "copy", "edit", "modify", "save", "write", "start", "stop", "run",
-}  # fmt: skip
-DESTRUCTIVE_VERBS = {
-    "delete", "drop", "wipe", "purge", "remove", "destroy", "truncate", "reset", "reseed", "restore", "clear",
-    "erase", "kill", "revoke", "overwrite", "replace", "rollback", "flush", "terminate", "evict",
-}  # fmt: skip
 HINT_NAMES = {
     "readOnlyHint": "read_only_hint",
     "destructiveHint": "destructive_hint",
@@ -88,18 +73,6 @@ def examine(tool: types.Tool) -> ToolFindings:
     )
 
 
-def risk_of(action: str) -> Risk:
-    """An action's risk by its verb: any destructive word wins, then write, then read."""
-    words = set(re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", action).lower()))
-    if words & DESTRUCTIVE_VERBS:
-        return "destructive"
-    if words & WRITE_VERBS:
-        return "write"
-    if words & READ_VERBS:
-        return "read"
-    return "unknown"
-
-
 def _stated_hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:
     if annotations is None:
         return {}
@@ -128,7 +101,7 @@ def _god_tool(tool: types.Tool, properties: Mapping[str, Any], free_form: list[s
     argument = next((name for name in ACTION_ARGUMENTS if name in properties), None)
     if argument is None:
         return None
-    listed = actions.enumerated(tool.input_schema, argument)
+    listed = enumerated(tool.input_schema, argument)
     names = listed if listed is not None else _listed_in_description(tool.description or "", argument)
     risks = {name: risk_of(name) for name in names}
     signals = [f"argument {quoted(argument)} names an action"]
