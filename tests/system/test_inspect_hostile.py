@@ -17,6 +17,7 @@ import pytest
 
 from gateway.cli.inspect.draft import draft
 from gateway.cli.inspect.findings import examine
+from gateway.config import ConfigError, parse_config
 from gateway.text import HIDDEN
 from tests.hostile_backend.__main__ import NAME, TOOLS
 from tests.support.configs import write_toml
@@ -78,6 +79,9 @@ async def test_a_hostile_server_steers_neither_the_draft_nor_the_terminal_nor_ch
         parsed = tomllib.loads(text)
         assert parsed == without_none(draft(NAME, {"transport": "http", "url": url}, [examine(t) for t in TOOLS]))
         assert parsed["backend"] == {"transport": "http", "url": url}
+        with pytest.raises(ConfigError) as undecided:  # its claims are questions, not decisions
+            parse_config(parsed)
+        assert "tools.flush_cache.annotations.read_only: still a TODO" in str(undecided.value)
         data = decided(parsed)
         data["gateway"].update(store=f"sqlite:{tmp_path}/gateway.db", state_dir=str(tmp_path / "state"))
         config = write_toml(data, tmp_path / "gateway.toml")

@@ -1,10 +1,12 @@
 """What a server's tool definitions say, read from ``tools/list`` alone (no tool is called).
 
-For every tool: which hints it leaves to the MCP spec's defaults (and what a client then assumes), whether it
-has an ``outputSchema``, which arguments are free-form objects. For a god-tool (an argument that names an
-action, and actions of different risk in its enum or description): its actions, each classed by its verb as
-``read``, ``write``, ``destructive`` or ``unknown``. A verb the lists below do not know is ``unknown``: such an
-action is never drafted as a call, since it may change things (the verbs: gateway.config.godtool).
+For every tool: which hints it states (claims, which a draft asks the operator to confirm) and which it leaves to
+the MCP spec's defaults (and what a client then assumes), whether it has an ``outputSchema``, which arguments are
+free-form objects, and whether an argument names an action (then the gateway never passes it through). For a
+god-tool (an argument that names an action, and actions of different risk in its enum or description): its
+actions, each classed by its verb (gateway.config.godtool) as ``read``, ``write``, ``destructive`` or
+``unknown``. A verb none of the lists knows is ``unknown``: such an action is never drafted as a call, since it
+may change things.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from gateway.config import SPEC_DEFAULTS
-from gateway.config.godtool import ACTION_ARGUMENTS, Risk, enumerated, risk_of
+from gateway.config.godtool import ACTION_ARGUMENTS, Risk, action_argument, enumerated, risk_of
 from gateway.text import MAX_NAME, quoted
 
 HINT_NAMES = {
@@ -49,12 +51,18 @@ class ToolFindings:
     output_schema: bool = False
     free_form: list[str] = field(default_factory=list)
     god: GodTool | None = None
+    action_argument: str | None = None
+    """What makes it a god-tool to the gateway, which never publishes it as a pass-through (gateway.config.godtool)."""
 
     @property
-    def safe_to_pass_through(self) -> bool:
-        """Every hint stated and an outputSchema: an operator can publish it as it is (the gateway still confirms
-        a tool that is not read-only)."""
-        return not self.implicit_hints and self.output_schema and self.god is None
+    def passable(self) -> bool:
+        """Whether an operator may publish it as a pass-through at all: it takes no action or command argument."""
+        return self.god is None and self.action_argument is None
+
+    @property
+    def claims_read_only(self) -> bool:
+        """Whether it states ``readOnlyHint: true`` (a claim: the draft asks the operator to confirm it)."""
+        return self.stated_hints.get("readOnlyHint") is True
 
 
 def examine(tool: types.Tool) -> ToolFindings:
@@ -70,6 +78,7 @@ def examine(tool: types.Tool) -> ToolFindings:
         output_schema=tool.output_schema is not None,
         free_form=free_form,
         god=_god_tool(tool, properties, free_form),
+        action_argument=action_argument(tool.input_schema),
     )
 
 

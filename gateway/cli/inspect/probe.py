@@ -119,10 +119,15 @@ def report(server: str, findings: list[ToolFindings]) -> list[str]:
             lines.append(f"{name}: GOD-TOOL ({'; '.join(found.god.signals)})")  # signals quote the names they hold
             for action, risk in found.god.actions.items():
                 lines.append(f"  action {quoted(action, NAME_CHARS)}: {risk}")
-        elif found.safe_to_pass_through:
-            lines.append(f"{name}: every hint stated, outputSchema declared: can be passed through")
+        elif found.action_argument is not None:
+            lines.append(f"{name}: takes {found.action_argument}: never passed through (wrap its actions)")
+        elif found.claims_read_only:
+            lines.append(f"{name}: claims to be read-only: a read to confirm (drafted with a TODO)")
         else:
-            lines.append(f"{name}:")
+            lines.append(f"{name}: may write: held for a decision (drafted with a TODO)")
+        if found.stated_hints:
+            claims = ", ".join(f"{hint} {str(value).lower()}" for hint, value in found.stated_hints.items())
+            lines.append(f"  hints it claims: {claims}")
         if found.implicit_hints:
             defaults = ", ".join(
                 f"{hint} (would be {str(value).lower()})" for hint, value in found.implicit_hints.items()

@@ -13,8 +13,8 @@ the gateway does not publish; a failure outside the baseline fails the test, and
 passes. The Inspector lists the tools and calls ``list_tenants``, against the default gateway (no authentication)
 and against a second one that checks static bearer tokens.
 
-Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing
-(``cd tests/system/interop && npm ci``); in CI (``CI`` set) it fails instead, since ``.ci/setup-node.sh`` installs both.
+Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing (conftest.py); in CI it
+fails instead.
 """
 
 from __future__ import annotations
@@ -82,24 +82,6 @@ GENERIC = {
 }
 # Generic scenarios with fixture-only checks: every check outside the baseline must pass.
 GENERIC_BUT_FOR_FIXTURES = {"2025-11-25": set[str](), "2026-07-28": {"server-stateless", "caching"}}
-
-
-def _missing_tools() -> str | None:
-    if shutil.which("node") is None:
-        return "node is not on PATH (install Node 20+, then: cd tests/system/interop && npm ci)"
-    if not (NODE_MODULES / ".package-lock.json").is_file():
-        return "tests/system/interop/node_modules is missing (cd tests/system/interop && npm ci, or .ci/setup-node.sh)"
-    return None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def node_tools() -> None:
-    missing = _missing_tools()
-    if missing is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"interop tests must run in CI: {missing}")
-    pytest.skip(missing)
 
 
 def node22() -> str:
