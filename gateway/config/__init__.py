@@ -14,6 +14,7 @@ tool is served by its preview's backend.
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 import tomllib
@@ -167,6 +168,22 @@ class GatewayConfig(Model):
                 raise ValueError(f"tools.{name}.source: {god_tool_sentence(source, why)}")
         return self
 
+    @model_validator(mode="after")
+    def _each_backend_tool_decided_once(self) -> GatewayConfig:
+        seen: dict[tuple[str, str], str] = {}
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None:
+                continue
+            first = seen.setdefault((self.backend_of(name), source), name)
+            if self.tools[first].writes != tool.writes:
+                raise ValueError(
+                    f"tools.{name}.source: {quoted(source, MAX_NAME)} of backend {self.backend_of(name)!r} is also "
+                    f"published as tools.{first}, which says the opposite of read_only: one name would call "
+                    "unconfirmed what the other confirms; decide the tool once"
+                )
+        return self
+
     def wrappers_of(self, backend: str) -> list[str]:
         """The tools and lookups that call a backend's god-tool (none: the backend serves only pass-through tools)."""
         tools = [
@@ -291,7 +308,9 @@ def load_config(path: str | Path | None = None) -> GatewayConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+        raise ConfigError(
+            f"{file} is not valid TOML: {_declared_twice(file.read_text(encoding='utf-8'), exc)}"
+        ) from None
     if file.resolve() == DEFAULT_CONFIG:
         return parse_config(data, source=str(file), base=paths.platform_state_dir(), builtin=True)
     return parse_config(data, source=str(file), base=file.parent)
@@ -405,6 +424,41 @@ def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
         return [(path, data)] if data.startswith("TODO") else []
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
     return [found for key, value in items for found in _todos(value, f"{path}.{key}" if path else str(key))]
+
+
+DECLARED_TWICE = re.compile(r"^Cannot declare \((.*)\) twice \(at line (\d+), column \d+\)$")
+
+
+def _declared_twice(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """TOML's own message, or for a table declared twice a sentence naming both places and the way out: a tool's
+    published name is its table's name, so two backends' tools of one name need two names."""
+    found = DECLARED_TWICE.match(str(exc))
+    if found is None:
+        return str(exc)
+    key, second = tuple(ast.literal_eval(f"({found[1]},)")), int(found[2])
+    first = next((number for number, line in enumerate(text.splitlines(), 1) if _header_of(line) == key), None)
+    where = f"lines {first} and {second}" if first is not None and first != second else f"line {second}"
+    return (
+        f"[{'.'.join(toml_key(part) for part in key)}] is declared twice ({where}); every table names one thing. "
+        "For two tools of one name (on two backends, say), give each its own table name and keep the backend's "
+        'name in source = "..."'
+    )
+
+
+def _header_of(line: str) -> tuple[str, ...] | None:
+    """The key of a ``[table]`` header line, or None."""
+    stripped = line.strip()
+    if not stripped.startswith("[") or stripped.startswith("[["):
+        return None
+    try:
+        table: Any = tomllib.loads(stripped)
+    except tomllib.TOMLDecodeError:
+        return None
+    parts: list[str] = []
+    while isinstance(table, dict) and len(table) == 1:
+        ((part, table),) = table.items()
+        parts.append(part)
+    return tuple(parts)
 
 
 def _is_union_tag(part: object) -> bool:
