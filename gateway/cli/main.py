@@ -381,6 +381,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
 
     async with open_gateway(config, serving=serving("over stdio")) as gw:
         await recover(gw)
+        await gw.settle()
         server = build_server(gw)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -396,6 +397,7 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
 
     async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
         await recover(gw)
+        await gw.settle()
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw, insecure_without_auth=insecure)

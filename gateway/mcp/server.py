@@ -3,6 +3,12 @@
 A call is observed (a span, its log line, its metrics), routed (a tool the caller may not see answers as unknown),
 then passed through the ordered steps of gateway.mcp.chain to its tool.
 
+A 2025-era connection that lists the tools is told when they change (a backend went down or came back:
+gateway.catalog.live): its ``Connection`` (the SDK's connection-scoped object, reached through the request's
+session as ``_connection``: private to mcp 2.3, pinned in pyproject.toml, guarded by tests/system/test_readiness.py)
+gets ``notifications/tools/list_changed`` on its standalone stream, and the server says ``tools.listChanged``.
+2026-era clients are stateless here and are not told.
+
 Every call either succeeds with ``structuredContent`` plus the same JSON as text (checked against the
 tool's outputSchema first), or fails with a coded ``isError`` result. An unknown tool is a JSON-RPC
 -32602 error. Anything unexpected is logged here and answered with a generic -32603, so no exception text
@@ -18,9 +24,10 @@ import time
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import InitializationOptions, NotificationOptions, Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import is_version_at_least
 
 from gateway.catalog.published import PublishedTool
 from gateway.errors import Code, StoreUnavailable, ToolError
@@ -30,6 +37,7 @@ from gateway.mcp import chain
 from gateway.observability import logs, tracing
 from gateway.runtime import Gateway
 from gateway.tools.kinds import Request, kind_of
+from gateway.write.ask.form import STATELESS_ERA
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -43,10 +51,9 @@ def build_server(gw: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        try:
-            catalog = await gw.catalog()
-        except ToolError as err:
-            raise MCPError(code=types.INTERNAL_ERROR, message=err.message) from None
+        if not is_version_at_least(ctx.protocol_version, STATELESS_ERA):  # a 2025 session can hear list_changed
+            gw.listen(ctx.session._connection)  # the connection outlives this request's session object
+        catalog = await gw.catalog()
         scopes = current_scopes()
         return types.ListToolsResult(
             tools=[published.tool for name, published in catalog.items() if is_visible(gw.config, name, scopes)]
@@ -95,7 +102,7 @@ def build_server(gw: Gateway) -> Server[Any]:
                 },
             )
 
-    server: Server[Any] = Server(
+    server: Server[Any] = ListChangingServer(
         gw.config.gateway.name,
         version=VERSION,
         on_list_tools=on_list_tools,
@@ -114,12 +121,7 @@ async def _answer(
     try:
         if params.name not in gw.config.tools or not is_visible(gw.config, params.name, current_scopes()):
             raise unknown_tool(params.name)
-        published = (await gw.catalog(retry=False)).get(params.name)
-        if published is None:  # not published yet: its backend could not be read so far; try it again
-            published = (await gw.catalog()).get(params.name)
-        if published is None:
-            raise gw.unavailable(params.name) or unknown_tool(params.name)
-        return await _call(gw, published, ctx, params)
+        return await _call(gw, await gw.tool(params.name), ctx, params)
     except ToolError as err:
         return error_result(err)
     except StoreUnavailable:
@@ -184,6 +186,20 @@ def error_result(err: ToolError) -> types.CallToolResult:
     ``structuredContent`` even on error results)."""
     text = json.dumps(err.body(), separators=(",", ":"))
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+class ListChangingServer(Server[Any]):
+    """The low-level server, telling 2025-era clients that its tool list changes (a backend that goes down takes
+    its tools away, and brings them back). mcp 2.3 takes that flag only where the initialize answer is built."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 def _longest_prompt(gw: Gateway) -> float:

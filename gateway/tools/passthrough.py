@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.backend import BackendUnavailable
+from gateway.backend import BackendUnavailable, unreachable
 from gateway.catalog.published import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.errors import Code, ToolError
@@ -26,7 +26,7 @@ async def relay(gw: Gateway, published: PublishedTool, config: PassthroughTool, 
     try:
         reply = await backend.read_tool(config.source_name(published.name), args, config.timeout_seconds)
     except BackendUnavailable:
-        raise ToolError(Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Retry later.") from None
+        raise unreachable(gw.config.backend_of(published.name)) from None
     body = answer_of(published, reply, gw.config.limits)
     if body is None:
         raise ToolError(Code.BACKEND_ERROR, f"The backend's {published.name} answered {_failure(reply)}.")

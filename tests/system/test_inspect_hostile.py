@@ -21,7 +21,7 @@ from gateway.config import ConfigError, parse_config
 from gateway.text import HIDDEN
 from tests.hostile_backend.__main__ import NAME, TOOLS
 from tests.support.configs import write_toml
-from tests.support.processes import PYTHON, ROOT, free_port, process
+from tests.support.processes import PYTHON, ROOT, free_port, hostile_args, process
 
 pytestmark = pytest.mark.anyio
 
@@ -66,8 +66,7 @@ def decided(data: dict[str, Any]) -> dict[str, Any]:
 async def test_a_hostile_server_steers_neither_the_draft_nor_the_terminal_nor_check(tmp_path: Path) -> None:
     heard, draft_file, port = tmp_path / "heard.jsonl", tmp_path / "draft.toml", free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    server = [PYTHON, "-m", "tests.hostile_backend", "--http", f"127.0.0.1:{port}", "--log", str(heard)]
-    async with process(server, port, cwd=ROOT):
+    async with process(hostile_args(port, heard), port, cwd=ROOT):
         inspected = await anyio.run_process(
             [PYTHON, "-m", "gateway", "inspect", "--url", url, "--draft", str(draft_file)], check=False, cwd=ROOT
         )
