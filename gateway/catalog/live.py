@@ -3,9 +3,9 @@
 A part is what the published tools need from one backend: that it answers (a ping), its ``tools/list`` when a
 pass-through tool relays one of its tools, and the lookups read from it (input enums). Each part moves on its own:
 
-    new     never loaded: a call of its tools waits for its first load; a listing waits for it at most LIST_WAIT
-            seconds after that load began (clients list before they call, so a listing never waits out a
-            backend that hangs)
+    new     never loaded: ``serve`` waits for its first load before it answers anyone (``settle``); a call of
+            its tools waits for that load, a listing for at most LIST_WAIT seconds after it began (clients list
+            before they call, so a listing never waits out a backend that hangs)
     up      loaded, and the last ping answered: its tools are published
     stale   a ping just went unanswered: a reload is started at once, and whoever needs the part waits for it
     down    its last load failed (connect, ping, tools/list or a lookup, each bounded by the backend's own
@@ -72,6 +72,7 @@ class Part:
 
     @property
     def up(self) -> bool:
+        """Whether its tools are published now."""
         return self.state == "up"
 
     async def ready(self, tasks: TaskGroup, wait: float | None = None, *, now: bool = False) -> bool:

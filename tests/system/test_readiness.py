@@ -126,8 +126,9 @@ async def test_a_dead_backends_tools_leave_tools_list_with_list_changed_and_come
     base, changes = f"http://127.0.0.1:{port}", Changes()
     tenants_tools = {TENANTS.list_tool, TENANTS.preview_tool, TENANTS.write_tool}
     flags_tools = {FLAGS.list_tool, FLAGS.preview_tool, FLAGS.write_tool, "flag_history", "describe_flag"}
+    log = (tmp_path / "gateway.log").open("w")
     async with (
-        serve(config, port) as gateway,
+        serve(config, port, stderr=log) as gateway,
         Client(streamable_http_client(f"{base}/mcp"), mode="legacy", message_handler=changes) as session,
     ):
         async with http_backend(TENANTS, http_db, backend_port, *TENANTS.seed_demo):
