@@ -4,39 +4,58 @@
 ``serve`` alone, so ``check``, ``audit`` and the tests never settle another process's keys.
 
 Each configured backend has its own client and reader; a tool reaches the one that serves it
-(``backend_for`` / ``reader_for``). The catalog is read from the backends lazily and kept once complete; while
-a backend is down, its tools are left out (``unavailable`` says why) and the next call tries it again, answering
-from the tools known so far while that try runs.
+(``backend_for`` / ``reader_for``). The published tools come from the live catalog (gateway.catalog.live): one
+part per backend, loaded, pinged and reloaded on its own in the background, so a backend that hangs or dies takes
+only its own tools away (for as long as it is down) and is picked up again without a restart. When the published
+tools change, every session that listed them and can hear it is sent ``notifications/tools/list_changed``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+from weakref import WeakSet
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 
 from gateway.approvals.notify import Notifier
 from gateway.audit import sinks, trail
 from gateway.audit.chain import ChainKeys
 from gateway.audit.floods import RefusalCounter
-from gateway.backend import Backend, BackendUnavailable
+from gateway.backend import Backend, BackendUnavailable, unreachable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
+from gateway.catalog.live import LiveCatalog
 from gateway.catalog.published import Catalog, PublishedTool, build_catalog, needs
 from gateway.config import GatewayConfig
 from gateway.cursor import CursorCodec
-from gateway.errors import Code, ToolError
+from gateway.errors import ToolError
 from gateway.identity.secrets import load_audit_keys, load_keys
 from gateway.observability.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
 from gateway.write.outcome import Unsettled
+
+log = logging.getLogger(__name__)
+
+STARTUP_SECONDS = 30.0
+"""The longest ``serve`` waits for the backends' first loads before it answers (each is bounded by its own
+timeouts; a backend still loading after this is left out until it is up)."""
+NOTIFY_SECONDS = 5.0
+"""The longest one session's list_changed may take to send; a session that takes longer stops listening."""
+
+
+class Listener(Protocol):
+    """A session that can be told the published tools changed."""
+
+    async def send_tool_list_changed(self) -> None: ...
 
 
 @dataclass
@@ -60,14 +79,20 @@ class Gateway:
     readers: dict[str, TargetReader] = field(init=False)
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
-    _catalog: Catalog | None = field(default=None, init=False)
-    _listings: dict[str, list[types.Tool]] = field(default_factory=dict, init=False)
-    _catalog_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False)
+    live: LiveCatalog = field(init=False)
+    _listeners: WeakSet[Listener] = field(default_factory=WeakSet, init=False)
+    _background: TaskGroup | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.readers = {name: TargetReader(backend) for name, backend in self.backends.items()}
+        self.readers = {name: TargetReader(backend, name) for name, backend in self.backends.items()}
         self.limiter = RateLimiter(self.config, self.store)
         self.cursors = CursorCodec(self.keys)
+        self.live = LiveCatalog(self.config, self.backends, self.readers, self._tools_changed)
+
+    def start(self, background: TaskGroup) -> None:
+        """Load and watch the backends in ``background`` (open_gateway's), where list_changed is sent from too."""
+        self._background = background
+        self.live.start(background)
 
     def backend_for(self, tool: str) -> Backend:
         """The backend that serves a tool."""
@@ -87,21 +112,34 @@ class Gateway:
         """A lookup table as its backend has it now."""
         return await self.lookup(name, fresh=True)
 
-    async def catalog(self, *, retry: bool = True) -> dict[str, PublishedTool]:
-        """The published tools; the first call reads what their schemas need from the backends. Later, while some
-        tools are missing, a call with ``retry`` tries their backends again (``tools/list``, and a call of a
-        missing tool); other calls answer from the tools known, never waiting on a backend that is down."""
-        known = self._catalog
-        if known is not None and (not known.unavailable or not retry or self._catalog_lock.locked()):
-            return known.tools  # complete, or not asked to retry, or a retry is running: answer with what is known
-        async with self._catalog_lock:
-            if self._catalog is None or self._catalog.unavailable:
-                self._catalog = await load_catalog(self.config, self.readers, self.backends, self._listings)
-            return self._catalog.tools
+    async def catalog(self) -> dict[str, PublishedTool]:
+        """The tools published now (a backend never loaded yet is waited for, within its own timeouts)."""
+        return await self.live.tools()
 
-    def unavailable(self, name: str) -> ToolError | None:
-        """Why a configured tool is not published right now (its backend is down, or it does not fit), or None."""
-        return (self._catalog.unavailable if self._catalog is not None else {}).get(name)
+    async def settle(self) -> None:
+        """Wait until every backend's first load has ended (up or down), at most STARTUP_SECONDS."""
+        await self.live.settle(STARTUP_SECONDS)
+
+    async def tool(self, name: str) -> PublishedTool:
+        """One configured tool as published now; a ToolError when its backend (named) is down or it does not fit."""
+        return await self.live.tool(name)
+
+    def listen(self, session: Listener) -> None:
+        """Send this session ``notifications/tools/list_changed`` whenever the published tools change."""
+        self._listeners.add(session)
+
+    def _tools_changed(self) -> None:
+        if self._background is not None and self._listeners:
+            self._background.start_soon(self._tell_listeners)
+
+    async def _tell_listeners(self) -> None:
+        for session in list(self._listeners):
+            try:
+                with anyio.fail_after(NOTIFY_SECONDS):
+                    await session.send_tool_list_changed()
+            except Exception as exc:  # a session that cannot hear it any more stops listening
+                log.info("list_changed not delivered (%s); the session stops listening", type(exc).__name__)
+                self._listeners.discard(session)
 
     @property
     def approvals_url(self) -> str | None:
@@ -109,21 +147,18 @@ class Gateway:
         return self.config.approvals.public_url or self.served_at
 
     def cached_input_schema(self, name: str) -> dict[str, object] | None:
-        """A tool's input schema when the catalog is loaded (used for 2026 header checks)."""
-        tool = (self._catalog.tools if self._catalog is not None else {}).get(name)
+        """A tool's input schema as last built (used for 2026 header checks)."""
+        tool = self.live.built.tools.get(name)
         return dict(tool.tool.input_schema) if tool is not None else None
 
 
 async def load_catalog(
-    config: GatewayConfig,
-    readers: Mapping[str, TargetReader],
-    backends: Mapping[str, Backend],
-    listings: dict[str, list[types.Tool]] | None = None,
+    config: GatewayConfig, readers: Mapping[str, TargetReader], backends: Mapping[str, Backend]
 ) -> Catalog:
-    """The published tools, with input enums read from their lookups and pass-through tools from their backends'
-    tool lists (kept in ``listings`` once read). Every backend is read at once; one that fails takes only the
+    """Every tool built once, with input enums read from their lookups and pass-through tools from their backends'
+    tool lists (``check``: one look, no watching). Every backend is read at once; one that fails takes only the
     tools that need it."""
-    listings = {} if listings is None else listings
+    listings: dict[str, list[types.Tool]] = {}
     wanted = {need for name in config.tools for need in needs(config, name)}
     lookups: dict[str, dict[str, Any]] = {}
     failures: dict[str, ToolError] = {}
@@ -138,16 +173,14 @@ async def load_catalog(
         try:
             listings[backend] = await backends[backend].list_tools()
         except BackendUnavailable:
-            failures[f"backends.{backend}"] = ToolError(
-                Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Nothing was changed; retry later."
-            )
+            failures[f"backends.{backend}"] = unreachable(backend)
 
     async with anyio.create_task_group() as group:
         for need in sorted(wanted):
             kind, _, name = need.partition(".")
             if kind == "lookups":
                 group.start_soon(read_lookup, name)
-            elif name not in listings:
+            else:
                 group.start_soon(read_listing, name)
     return build_catalog(config, lookups, listings, failures)
 
@@ -198,6 +231,7 @@ async def open_gateway(
             background.start_soon(notifier.run)
             sinks.attach(store, feed)
             gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier, sleep=sleep)
+            gw.start(background)
             try:
                 yield gw
             finally:

@@ -9,10 +9,15 @@ printable, no C0/C1 controls, no bidi or other format characters, bounded length
 or ``\\UXXXXXXXX`` above U+FFFF, and a backslash doubled. Each escape has a fixed length and a backslash never
 stands alone, so what a person reads spells exactly one string: U+E0001 then "1" (``\\U000e00011``) is not
 U+E000 then "11" (``\\ue00011``). ``columns`` is the CLI's one table renderer, every cell escaped.
+
+The same spelling is TOML's: ``toml_string`` is ``printable`` between quotes (a quote escaped), and it parses back
+to exactly the text; ``toml_comment`` is ``printable`` after a ``#``, and nothing in it can end its line. So a
+draft config (``inspect``) that holds a server's text holds it as a value or a comment, never as a key or table.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -23,6 +28,7 @@ MAX_NAME = 128
 # Cc: C0 and C1 controls; Cf: format characters (bidi overrides and isolates, zero-width joiners, BOM, ...);
 # Zl/Zp: line and paragraph separators; Cs/Co/Cn: surrogates, private use, unassigned.
 HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_plain(text: str, max_length: int = MAX_NAME) -> bool:
@@ -44,7 +50,18 @@ def escaped(text: str, max_length: int = 1024) -> str:
 
 def quoted(text: str, max_length: int = 1024) -> str:
     """``escaped`` between double quotes, with inner quotes escaped: where the value starts and ends is visible."""
-    return '"' + escaped(text, max_length).replace('"', '\\"') + '"'
+    return _between_quotes(escaped(text, max_length))
+
+
+def toml_string(text: str) -> str:
+    """The whole string as a TOML basic string that parses back to it (a lone surrogate, which TOML cannot hold,
+    as U+FFFD)."""
+    return _between_quotes(printable(SURROGATE.sub("\ufffd", text)))
+
+
+def toml_comment(text: str) -> str:
+    """A TOML comment line showing ``text``: every character that could end the line is an escape."""
+    return "# " + printable(text)
 
 
 def shown(value: object) -> str:
@@ -68,6 +85,10 @@ def columns(rows: Sequence[Sequence[str]]) -> str:
 def rfc3339(timestamp: float) -> str:
     """UTC time as ``2026-12-02T18:30:00Z``."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _between_quotes(shown: str) -> str:
+    return '"' + shown.replace('"', '\\"') + '"'
 
 
 def _hidden(char: str) -> bool:

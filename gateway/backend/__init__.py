@@ -4,6 +4,7 @@
                          probe it
     BackendUnavailable   the call was never sent (not connected; connect or spawn failed) - safe to retry
     OutcomeLost          the call was sent on a live connection and no answer came (dropped, timed out)
+    unreachable          the backend_unavailable refusal a caller gets, naming the backend
 
 An ``isError`` answer from the god-tool is not an exception: it is a ``Reply`` with ``is_error`` set.
 ``client.McpBackend`` is the implementation: an MCP client over stdio or streamable HTTP, or over the SDK's
@@ -18,7 +19,17 @@ from typing import Any, Protocol
 
 from mcp_types import Tool
 
+from gateway.errors import Code, ToolError
 from gateway.records import Reply
+
+
+def unreachable(backend: str, next_step: str = "Nothing was changed; retry later.") -> ToolError:
+    """backend_unavailable naming the backend (in the message and as ``details.backend``): nothing was sent."""
+    return ToolError(
+        Code.BACKEND_UNAVAILABLE,
+        f"The backend {backend!r} cannot be reached right now. {next_step}",
+        details={"backend": backend},
+    )
 
 
 class BackendUnavailable(Exception):

@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -36,7 +37,7 @@ import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
@@ -161,10 +162,16 @@ class McpBackend:
                 raise BackendUnavailable(label or tool) from exc
 
     async def list_tools(self) -> list[types.Tool]:
-        """The backend's own tools, every page (BackendUnavailable when they cannot be read)."""
+        """The backend's own tools, every page, within ``list_timeout_seconds`` (BackendUnavailable when they
+        cannot be read). A listing that times out keeps the connection: a server can hang its tools/list and
+        still answer calls in flight."""
         client = await self._connection()
         try:
-            return await all_tools(client)
+            with anyio.fail_after(self.config.list_timeout_seconds):
+                return await all_tools(client)
+        except TimeoutError as exc:
+            log.warning("backend tools/list got no answer in %.1fs", self.config.list_timeout_seconds)
+            raise BackendUnavailable("tools/list timed out") from exc
         except Exception as exc:
             log.warning("backend tools/list lost: %s", type(exc).__name__)
             if self._client is client:
@@ -178,7 +185,10 @@ class McpBackend:
         except BackendUnavailable:
             return False
         try:
-            with anyio.fail_after(min(PROBE_SECONDS, self.config.connect_timeout_seconds)):
+            with anyio.fail_after(min(PROBE_SECONDS, self.config.connect_timeout_seconds)), warnings.catch_warnings():
+                # mcp 2.3 warns on every ping that 2026-07-28 dropped it; this client speaks the 2025 wire
+                # (mode="legacy"), where ping is the protocol's own liveness check.
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await client.send_ping()
         except Exception as exc:
             log.warning("backend ping got no answer: %s", _describe(exc))
@@ -209,8 +219,9 @@ class McpBackend:
                 with anyio.fail_after(self.config.connect_timeout_seconds):
                     await self._tasks.start(self._hold)
             except Exception as exc:
-                # Back off (0.5 s doubling to 30 s) so a dead backend is not respawned on every call.
-                self._backoff = min(max(self._backoff * 2, 0.5), 30.0)
+                # Back off (0.5 s doubling, up to the probe interval) so a dead backend is not respawned on every
+                # call; past that the gateway's own watch (gateway.catalog.live) tries it once per interval.
+                self._backoff = min(max(self._backoff * 2, 0.5), self.config.probe_interval_seconds)
                 self._retry_at = anyio.current_time() + self._backoff
                 log.warning("backend connect failed: %s; next try in %.1fs", _describe(exc), self._backoff)
                 self.reachable = False

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from gateway.backend import Backend, BackendUnavailable
+from gateway.backend import Backend, BackendUnavailable, unreachable
 from gateway.config import Call, Lookup, Target
 from gateway.config.expressions import MISSING, at_path
 from gateway.errors import Code, ToolError
@@ -55,8 +55,9 @@ class _Slot:
 class TargetReader:
     """The backend's read actions, each answering with data or a ToolError."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, name: str = "default") -> None:
         self.backend = backend
+        self.name = name
         self._lookups: dict[str, dict[str, Any]] = {}
         self._listings: dict[str, _Slot] = {}
 
@@ -131,9 +132,7 @@ class TargetReader:
         try:
             return await self.backend.read(call.action, call.payload_for(names), call.timeout_seconds)
         except BackendUnavailable:
-            raise ToolError(
-                Code.BACKEND_UNAVAILABLE, "The backend cannot be reached right now. Nothing was changed; retry later."
-            ) from None
+            raise unreachable(self.name) from None
 
 
 def order(key: str | int) -> SortKey:

@@ -2,6 +2,9 @@
 
     published  one ``PublishedTool`` per configured tool: its ``Tool`` (the face its kind gives), argument checks
     schemas    JSON Schema checks, strict (no coercion), compiled once, and their published, portable form
+    live       the catalog as the backends allow it now: one part per backend, loaded, pinged and reloaded on its
+               own, so a backend that hangs or dies takes only its own tools away
 
-Pure apart from reading the config: the runtime builds the catalog, the tools and the write package read it.
+``published`` and ``schemas`` are pure apart from reading the config; ``live`` does the I/O of loading (through the
+backend clients) and runs in the gateway's background. The tools and the write package read what it built.
 """

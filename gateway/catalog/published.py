@@ -193,18 +193,31 @@ def _short(text: str, limit: int = 200) -> str:
 
 def refuse_oversized(arguments: Any, limits: Limits) -> None:
     """Refuse arguments past the configured caps with request_too_large, before any other work."""
+    past = beyond_limits(arguments, limits)
+    if past == "string":
+        raise ToolError(Code.REQUEST_TOO_LARGE, "A string in the arguments is longer than the gateway accepts.")
+    if past is not None:
+        raise ToolError(Code.REQUEST_TOO_LARGE, "The arguments are nested too deeply or have too many elements.")
+
+
+def beyond_limits(value: Any, limits: Limits) -> str | None:
+    """Which of the ``[limits]`` caps a JSON value passes (``"depth"``, ``"elements"``, ``"string"``), or None.
+    The same caps bound what a caller sends and what a pass-through tool's backend answers."""
     max_depth, max_elements, max_string_bytes = limits.max_depth, limits.max_elements, limits.max_string_bytes
     elements = 0
-    stack: list[tuple[Any, int]] = [(arguments, 1)]
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
-        value, depth = stack.pop()
+        item, depth = stack.pop()
         elements += 1
-        if depth > max_depth or elements > max_elements:
-            raise ToolError(Code.REQUEST_TOO_LARGE, "The arguments are nested too deeply or have too many elements.")
-        if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > max_string_bytes:
-            raise ToolError(Code.REQUEST_TOO_LARGE, "A string in the arguments is longer than the gateway accepts.")
-        if isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values())
-            stack.extend((key, depth + 1) for key in value)
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
+        if depth > max_depth:
+            return "depth"
+        if elements > max_elements:
+            return "elements"
+        if isinstance(item, str) and len(item.encode("utf-8", "surrogatepass")) > max_string_bytes:
+            return "string"
+        if isinstance(item, dict):
+            stack.extend((inner, depth + 1) for inner in item.values())
+            stack.extend((key, depth + 1) for key in item)
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+    return None

@@ -36,6 +36,7 @@ from gateway.config import (
     ToolConfig,
 )
 from gateway.config.expressions import MISSING, at_path
+from gateway.config.godtool import enumerated
 from gateway.errors import Code, ToolError
 from gateway.runtime import load_catalog
 from gateway.text import columns, printable, quoted
@@ -66,6 +67,8 @@ async def check(
     """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
     ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
     report = Report()
+    report.notes.extend(what_leaves(config))
+    report.warnings.extend(config.republished_god_tools())
     report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []
@@ -112,6 +115,27 @@ async def check(
     for line in explained:
         out(line)
     return 1 if report.problems else 0
+
+
+def what_leaves(config: GatewayConfig) -> list[str]:
+    """What the config sends each backend besides MCP itself, so the operator sees what leaves the machine: an HTTP
+    backend's headers (and the variables their values come from), a stdio child's extra environment (names only)."""
+    lines = []
+    for name, section in config.backend_sections().items():
+        key = "backend" if config.backend is section else f"backends.{name}"
+        if section.transport == "http":
+            sent = ", ".join(
+                f"{printable(header)} (from ${printable(var)})" for header, var in section.headers_from_env.items()
+            )
+            lines.append(f"{key} sends headers {sent}" if sent else f"{key} sends no headers of its own")
+        else:
+            names = ", ".join(printable(var) for var in section.env)
+            lines.append(
+                f"{key} starts its child with environment {names} (besides a minimal default one)"
+                if names
+                else f"{key} starts its child with no environment of its own (a minimal default one)"
+            )
+    return lines
 
 
 def _weaker_rules(config: GatewayConfig) -> list[str]:
@@ -254,7 +278,7 @@ async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
     if not writes:
         return
     argument = probe.section.action_argument
-    listed = actions.enumerated(god.input_schema, argument)
+    listed = enumerated(god.input_schema, argument)
     source = f"the enum of {probe.section.tool}.{argument}"
     if listed is None and probe.probe_actions:
         refusal = await _refusal_of_an_impossible_action(probe)

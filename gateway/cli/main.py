@@ -222,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
         logs.configure("error", "text")
         return anyio.run(sessions.run, config, args.revoke, args.person, args.json)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
+    for warning in config.republished_god_tools():
+        log.warning("%s", warning)
     from gateway.audit.sinks import SinkError
     from gateway.errors import StoreInUse
     from gateway.observability import tracing
@@ -409,6 +411,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
 
     async with open_gateway(config, serving=serving("over stdio")) as gw:
         await recover(gw)
+        await gw.settle()
         server = build_server(gw)
         async with tasks.resumed(gw), approval_page(gw), stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -457,6 +460,7 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
 
     async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
         await recover(gw)
+        await gw.settle()
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw, insecure_without_auth=insecure)

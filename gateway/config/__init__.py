@@ -15,7 +15,7 @@ tool is served by its preview's backend.
 
 from __future__ import annotations
 
-import json
+import ast
 import logging
 import re
 import tomllib
@@ -31,7 +31,7 @@ from gateway.config.face import Hints
 from gateway.config.identities import space_refusal
 from gateway.config.kinds import ConfirmedTool, PreviewTool, ReadTool, ToolKind, WriteTool
 from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
-from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool
+from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool, god_tool_sentence
 from gateway.config.sections import (
     AuditStreamSection,
     AuthSection,
@@ -47,6 +47,7 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
+from gateway.text import MAX_NAME, quoted, toml_string
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -87,6 +88,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "to_toml",
+    "toml_key",
     "toml_value",
 ]
 
@@ -101,6 +103,7 @@ class ConfigError(Exception):
 DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
 
@@ -156,6 +159,56 @@ class GatewayConfig(Model):
             if write is not None and write.backend is not None and write.backend != self.backend_of(write.preview):
                 raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
         return self
+
+    @model_validator(mode="after")
+    def _no_god_tool_republished(self) -> GatewayConfig:
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None or tool.republishes_god_tool():
+                continue
+            backend = self.backend_of(name)
+            wrappers = self.wrappers_of(backend)
+            if source == self.backend_sections()[backend].tool and wrappers:
+                why = f"is the god-tool that {', '.join(wrappers)} wrap"
+                raise ValueError(f"tools.{name}.source: {god_tool_sentence(source, why)}")
+        return self
+
+    @model_validator(mode="after")
+    def _each_backend_tool_decided_once(self) -> GatewayConfig:
+        seen: dict[tuple[str, str], str] = {}
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None:
+                continue
+            first = seen.setdefault((self.backend_of(name), source), name)
+            if self.tools[first].writes != tool.writes:
+                raise ValueError(
+                    f"tools.{name}.source: {quoted(source, MAX_NAME)} of backend {self.backend_of(name)!r} is also "
+                    f"published as tools.{first}, which says the opposite of read_only: one name would call "
+                    "unconfirmed what the other confirms; decide the tool once"
+                )
+        return self
+
+    def wrappers_of(self, backend: str) -> list[str]:
+        """The tools and lookups that call a backend's god-tool (none: the backend serves only pass-through tools)."""
+        tools = [
+            f"tools.{name}" for name, tool in self.tools.items() if not tool.relays and self.backend_of(name) == backend
+        ]
+        lookups = [
+            f"lookups.{name}"
+            for name, lookup in self.lookups.items()
+            if lookup.call is not None and self.lookup_backend(name) == backend
+        ]
+        return tools + lookups
+
+    def republished_god_tools(self) -> list[str]:
+        """A warning for each tool the operator insists on publishing although it may be a god-tool."""
+        return [
+            f"tools.{name}: unsafe_republish_god_tool = true publishes {quoted(tool.relayed(name) or name, MAX_NAME)}, "
+            "which may be a god-tool; every call is confirmed, keyed and audited"
+            for name, tool in self.tools.items()
+            if tool.republishes_god_tool()
+        ]
 
     def backend_sections(self) -> dict[str, BackendSection]:
         """Every backend by name: ``[backend]`` as ``default``, then each ``[backends.NAME]``."""
@@ -264,7 +317,9 @@ def load_config(path: str | Path | None = None) -> GatewayConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+        raise ConfigError(
+            f"{file} is not valid TOML: {_declared_twice(file.read_text(encoding='utf-8'), exc)}"
+        ) from None
     if file.resolve() == DEFAULT_CONFIG:
         return parse_config(data, source=str(file), base=paths.platform_state_dir(), builtin=True)
     return parse_config(data, source=str(file), base=file.parent)
@@ -348,8 +403,8 @@ def to_toml(data: dict[str, Any]) -> str:
     for name, section in data.items():
         entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
         for entry, body in entries:
-            lines.append(f"[{name}]" if entry is None else f"[{name}.{json.dumps(entry)}]")
-            lines.extend(f"{json.dumps(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
+            lines.append(f"[{name}]" if entry is None else f"[{name}.{toml_key(entry)}]")
+            lines.extend(f"{toml_key(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
     return "\n".join(lines) + "\n"
 
 
@@ -360,11 +415,16 @@ def toml_value(item: Any) -> str:
     if isinstance(item, int | float):
         return repr(item)
     if isinstance(item, str):
-        return json.dumps(item)
+        return toml_string(item)
     if isinstance(item, list):
         return "[" + ", ".join(toml_value(element) for element in item) + "]"
-    pairs = [f"{json.dumps(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
+    pairs = [f"{toml_key(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
     return "{" + ", ".join(pairs) + "}"
+
+
+def toml_key(key: str) -> str:
+    """A key as TOML: bare when it can be, else a quoted string (gateway.text.toml_string)."""
+    return key if BARE_KEY.match(key) else toml_string(key)
 
 
 def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
@@ -373,6 +433,41 @@ def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
         return [(path, data)] if data.startswith("TODO") else []
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
     return [found for key, value in items for found in _todos(value, f"{path}.{key}" if path else str(key))]
+
+
+DECLARED_TWICE = re.compile(r"^Cannot declare \((.*)\) twice \(at line (\d+), column \d+\)$")
+
+
+def _declared_twice(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """TOML's own message, or for a table declared twice a sentence naming both places and the way out: a tool's
+    published name is its table's name, so two backends' tools of one name need two names."""
+    found = DECLARED_TWICE.match(str(exc))
+    if found is None:
+        return str(exc)
+    key, second = tuple(ast.literal_eval(f"({found[1]},)")), int(found[2])
+    first = next((number for number, line in enumerate(text.splitlines(), 1) if _header_of(line) == key), None)
+    where = f"lines {first} and {second}" if first is not None and first != second else f"line {second}"
+    return (
+        f"[{'.'.join(toml_key(part) for part in key)}] is declared twice ({where}); every table names one thing. "
+        "For two tools of one name (on two backends, say), give each its own table name and keep the backend's "
+        'name in source = "..."'
+    )
+
+
+def _header_of(line: str) -> tuple[str, ...] | None:
+    """The key of a ``[table]`` header line, or None."""
+    stripped = line.strip()
+    if not stripped.startswith("[") or stripped.startswith("[["):
+        return None
+    try:
+        table: Any = tomllib.loads(stripped)
+    except tomllib.TOMLDecodeError:
+        return None
+    parts: list[str] = []
+    while isinstance(table, dict) and len(table) == 1:
+        ((part, table),) = table.items()
+        parts.append(part)
+    return tuple(parts)
 
 
 def _is_union_tag(part: object) -> bool:

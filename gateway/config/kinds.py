@@ -7,6 +7,7 @@ Each kind is its config model, and the model answers what is data about it, so t
     face                                    title, description, schemas and hints (gateway.config.face)
     modes, prompt_seconds, write_timeout    the confirmation and the timeouts it configures
     lookups_named, schema_preview           what it refers to: lookups, the preview whose plan it shows
+    relayed, republishes_god_tool           the backend tool it relays; the override that lets it be a god-tool
     backend_action                          what ``check``'s table says it calls
 
 ``ToolKind`` asks each question with the answer most kinds give; a kind overrides what differs. Where a kind's
@@ -92,6 +93,14 @@ class ToolKind(Model):
     def schema_preview(self, name: str) -> str | None:
         """The preview tool whose inputs and plan its schemas show (a preview: itself, named ``name``)."""
         return None
+
+    def relayed(self, name: str) -> str | None:
+        """The backend's own tool it relays when published as ``name``, or None (it calls the god-tool)."""
+        return None
+
+    def republishes_god_tool(self) -> bool:
+        """Whether the operator insists on publishing a god-tool through it (gateway.config.passthrough)."""
+        return False
 
     def as_read(self) -> ReadTool | None:
         """This tool as a read tool, when it is one."""

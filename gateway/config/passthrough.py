@@ -1,12 +1,19 @@
 """Pass-through tools: a backend's own tools published on purpose, under the operator's name and hints.
 
 A pass-through tool is one entry of a backend's allow-list: the backend's tool ``source`` (by default the
-entry's own name), published as ``tools.NAME`` with an optional title and description override. Every hint is
+entry's own name), published as ``tools.NAME`` with an optional title and description override (the backend's own
+title and descriptions, in its schemas too, are shown through the one escaper: gateway.text). Every hint is
 stated here, because a hint left out would fall back to the MCP spec's defaults (``readOnlyHint: false``,
 ``destructiveHint: true``, ``idempotentHint: false``, ``openWorldHint: true``) and the gateway publishes no tool
 whose hints nobody decided. The input and output schemas are the backend's, or the ones given here; the
 gateway checks both directions against them. A tool that is not read-only is confirmed and idempotent like a
 planned write (gateway.write.passthrough). Backend tools not listed stay hidden.
+
+No entry re-publishes a god-tool: one whose source is the god-tool the planned tools wrap is refused when the
+config loads (gateway.config.GatewayConfig), and one whose backend tool takes an action or command argument
+(gateway.config.godtool) does not fit (``Misfit``), so it is never published. An operator who insists sets
+``unsafe_republish_god_tool = true``, which needs ``read_only = false``: every call is then confirmed, keyed and
+audited like a write, and ``check`` and ``serve`` say so.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from pydantic import Field, model_validator
 
 from gateway.config.expressions import names_in
 from gateway.config.face import IDEMPOTENCY_KEY, Face, Hints, Misfit
+from gateway.config.godtool import action_argument
 from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, ConfirmedTool, Sources
+from gateway.text import MAX_NAME, printable, quoted
 
 SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
 """What a client assumes for a hint a tool does not state (MCP 2025-11-25, ToolAnnotations)."""
@@ -36,9 +45,15 @@ class PassthroughTool(ConfirmedTool):
     message: str | None = None
     approval_ttl_seconds: int = Field(600, ge=10)
     """How long a url-mode call's approval stays open for people to decide (its implied plan lives as long)."""
+    unsafe_republish_god_tool: bool = False
 
     @model_validator(mode="after")
     def _confirmable(self) -> PassthroughTool:
+        if self.unsafe_republish_god_tool and self.annotations.read_only:
+            raise ValueError(
+                "unsafe_republish_god_tool needs annotations.read_only = false: a god-tool's every call is then "
+                "confirmed, keyed and audited"
+            )
         if not self.writes and (self.confirm != "form" or self.approval or self.approvers != 1):
             raise ValueError("confirm, approvers and approval rules are for a tool that writes (read_only = false)")
         if "typed" in self.modes() and self.target_argument is None:
@@ -56,6 +71,12 @@ class PassthroughTool(ConfirmedTool):
     def source_name(self, published: str) -> str:
         """The backend's name for this tool."""
         return self.source or published
+
+    def relayed(self, name: str) -> str | None:
+        return self.source_name(name)
+
+    def republishes_god_tool(self) -> bool:
+        return self.unsafe_republish_god_tool
 
     @property
     def relays(self) -> bool:
@@ -81,15 +102,27 @@ class PassthroughTool(ConfirmedTool):
         """The backend's own tool under the operator's name, hints and schemas. A tool that writes gets the
         gateway's ``idempotencyKey`` input and ``replayed`` output."""
         source = self.source_name(name)
-        found = next((tool for tool in sources.listing if tool.name == source), None)
-        if found is None:
+        matches = [tool for tool in sources.listing if tool.name == source]
+        if not matches:
             listed = sorted(tool.name for tool in sources.listing)
             raise Misfit(f"tools.{name}.source", f"the backend has no tool {source!r}; it has {listed}")
+        if len(matches) > 1:
+            raise Misfit(
+                f"tools.{name}.source",
+                f"the backend lists two tools named {quoted(source, MAX_NAME)}: which one would be published cannot "
+                "be told, so neither is",
+            )
+        found = matches[0]
+        if not self.unsafe_republish_god_tool:
+            for schema in (found.input_schema, self.input_schema or {}):
+                argument = action_argument(schema)
+                if argument is not None:
+                    raise Misfit(f"tools.{name}.source", god_tool_sentence(source, f"takes {argument}"))
         if self.input_schema is not None:
             inputs = dict(self.input_schema)
         else:  # strict, like every published tool: only the arguments the backend declares are passed on
-            inputs = {**found.input_schema, "additionalProperties": False}
-        outputs = self.output_schema if self.output_schema is not None else found.output_schema
+            inputs = {**shown_schema(found.input_schema), "additionalProperties": False}
+        outputs = self.output_schema if self.output_schema is not None else shown_schema(found.output_schema)
         if outputs is None:
             raise Misfit(f"tools.{name}.output_schema", f"{source} declares no outputSchema; state one here")
         if inputs.get("type") != "object" or outputs.get("type") != "object":
@@ -105,7 +138,35 @@ class PassthroughTool(ConfirmedTool):
             raise Misfit(
                 f"tools.{name}.message", f"uses {{{sorted(unknown)[0]}}}, which is not an argument of {source}"
             )
-        return Face(self.title or found.title, self.description or found.description, inputs, outputs, self.annotations)
+        title = self.title or _shown(found.title)
+        return Face(title, self.description or _shown(found.description), inputs, outputs, self.annotations)
+
+
+def shown_schema(schema: Any) -> Any:
+    """A backend's JSON Schema with every ``title`` and ``description`` through the one escaper: the words a model
+    and a person read of it carry no invisible character (bidi text, Unicode tags); what validates is unchanged."""
+    if isinstance(schema, dict):
+        return {
+            key: printable(value) if key in ("title", "description") and isinstance(value, str) else shown_schema(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [shown_schema(item) for item in schema]
+    return schema
+
+
+def _shown(text: str | None) -> str | None:
+    return printable(text) if text is not None else None
+
+
+def god_tool_sentence(source: str, why: str) -> str:
+    """Why a pass-through of a god-tool is refused, and the ways on."""
+    return (
+        f"{quoted(source, MAX_NAME)} {why}: it is a god-tool, and publishing it would let any caller run every one of "
+        "its actions with no preview, prompt, key or audit. Wrap its actions as read, preview and write tools "
+        "instead (or, to insist, set unsafe_republish_god_tool = true and read_only = false: every call is then "
+        "confirmed, keyed and audited)"
+    )
 
 
 def _with_property(name: str, schema: dict[str, Any], prop: str, prop_schema: Any, key: str) -> dict[str, Any]:

@@ -212,6 +212,8 @@ class BackendSection(Model):
     probe_actions: bool = False  # check may send an action that cannot exist and read the refusal
     call_timeout_seconds: float = Field(30.0, gt=0)
     connect_timeout_seconds: float = Field(30.0, gt=0)
+    list_timeout_seconds: float = Field(10.0, gt=0)  # its whole tools/list, every page
+    probe_interval_seconds: float = Field(2.0, gt=0)  # how often the gateway pings it (and retries it while down)
     max_result_bytes: int = Field(16 * 1024 * 1024, gt=0)
 
     @model_validator(mode="after")

@@ -37,6 +37,9 @@ from gateway.identity.verifiers import build_verifier
 from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
 
+READY_WAIT_SECONDS = 3.0
+"""How long ``/readyz`` waits for a backend that is being loaded again (its ping is bounded the same way)."""
+
 
 def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
     """The ASGI app for a started gateway. ``insecure_without_auth`` (``serve --insecure-listen-without-auth``)
@@ -82,7 +85,8 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
             "backends": {name: "up" if answers else "down" for name, answers in backends.items()},
             "store": "up" if store else "down",
         }
-        # Ready while any backend answers: a backend that is down fails only its own tools.
+        # A backend is up when it answers a ping and its tools could be built (gateway.catalog.live). Ready while
+        # any backend is: a backend that is down fails only its own tools.
         return JSONResponse(body, status_code=200 if up and store else 503)
 
     async def metrics(request: Request) -> Response:
@@ -138,7 +142,7 @@ async def _backends_answer(gw: Gateway) -> dict[str, bool]:
     answers: dict[str, bool] = {}
 
     async def probe(name: str) -> None:
-        answers[name] = await gw.backends[name].probe()
+        answers[name] = await gw.live.ready(name, READY_WAIT_SECONDS)
 
     async with anyio.create_task_group() as group:
         for name in gw.backends:

@@ -36,12 +36,7 @@ async def answer(gw: Gateway, ctx: ServerRequestContext[Any, Any], params: types
     try:
         if params.name not in gw.config.tools or not is_visible(gw.config, params.name, current_scopes()):
             raise unknown_tool(params.name)
-        published = (await gw.catalog(retry=False)).get(params.name)
-        if published is None:  # not published yet: its backend could not be read so far; try it again
-            published = (await gw.catalog()).get(params.name)
-        if published is None:
-            raise gw.unavailable(params.name) or unknown_tool(params.name)
-        return await _call(gw, published, ctx, params)
+        return await _call(gw, await gw.tool(params.name), ctx, params)
     except ToolError as err:
         return error_result(err)
     except StoreUnavailable:

@@ -6,6 +6,12 @@ Every call either succeeds with ``structuredContent`` plus the same JSON as text
 outputSchema first), fails with a coded ``isError`` result, asks for input (2026 rounds), or, for a url-mode
 write a client follows as a task, answers a task (gateway.mcp.tasks, whose methods are served here too). An
 unknown tool is a JSON-RPC -32602 error; nothing unexpected reaches a client as more than a generic -32603.
+
+A 2025-era connection that lists the tools is told when they change (a backend went down or came back:
+gateway.catalog.live): its ``Connection`` (the SDK's connection-scoped object, reached through the request's
+session as ``_connection``: private to mcp 2.3, pinned in pyproject.toml, guarded by tests/system/test_readiness.py)
+gets ``notifications/tools/list_changed`` on its standalone stream, and the server says ``tools.listChanged``.
+2026-era clients are stateless here and are not told.
 """
 
 from __future__ import annotations
@@ -16,12 +22,12 @@ import time
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import InitializationOptions, NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import HandlerResult
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import is_version_at_least
 
-from gateway.errors import ToolError
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.principal import readable
 from gateway.mcp import tasks
@@ -29,6 +35,7 @@ from gateway.mcp.calls import answer, outcome_label
 from gateway.observability import logs, tracing
 from gateway.records import Task
 from gateway.runtime import Gateway
+from gateway.write.ask.form import STATELESS_ERA
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -42,10 +49,9 @@ def build_server(gw: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        try:
-            catalog = await gw.catalog()
-        except ToolError as err:
-            raise MCPError(code=types.INTERNAL_ERROR, message=err.message) from None
+        if not is_version_at_least(ctx.protocol_version, STATELESS_ERA):  # a 2025 session can hear list_changed
+            gw.listen(ctx.session._connection)  # the connection outlives this request's session object
+        catalog = await gw.catalog()
         scopes = current_scopes()
         return types.ListToolsResult(
             tools=[published.tool for name, published in catalog.items() if is_visible(gw.config, name, scopes)]
@@ -92,7 +98,7 @@ def build_server(gw: Gateway) -> Server[Any]:
                 },
             )
 
-    server: Server[Any] = Server(
+    server: Server[Any] = ListChangingServer(
         gw.config.gateway.name,
         version=VERSION,
         on_list_tools=on_list_tools,
@@ -104,6 +110,20 @@ def build_server(gw: Gateway) -> Server[Any]:
     security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
     server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
     return server
+
+
+class ListChangingServer(Server[Any]):
+    """The low-level server, telling 2025-era clients that its tool list changes (a backend that goes down takes
+    its tools away, and brings them back). mcp 2.3 takes that flag only where the initialize answer is built."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(options, experimental_capabilities, extensions)
 
 
 def _longest_prompt(gw: Gateway) -> float:

@@ -34,7 +34,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     state, summary = await effect(gw.reader_for(name), gw.fresh_lookup, config, args)
     target_id, version = config.target.id_in(state), config.target.version_in(state)
     fitting = {config.target_input: target_id, **summary, config.target.version_output: version}
-    _require_fitting((await gw.catalog())[name], fitting)
+    _require_fitting(await gw.tool(name), fitting)
     arguments = {**args, config.target_input: target_id}
     write_name, write = gw.config.write_tool_for(name)
     choice = await _confirmation(gw, write_name, write, caller, target_id, state, summary, arguments)

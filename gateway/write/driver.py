@@ -36,7 +36,7 @@ import mcp_types as types
 from gateway.approvals import results
 from gateway.audit import trail
 from gateway.audit.floods import is_flood_candidate
-from gateway.backend import BackendUnavailable, OutcomeLost
+from gateway.backend import BackendUnavailable, OutcomeLost, unreachable
 from gateway.catalog.published import IDEMPOTENCY_KEY, PLAN_ID
 from gateway.crashpoints import crash_point
 from gateway.errors import Code, StoreUnavailable, ToolError
@@ -223,10 +223,8 @@ async def send_claimed(
         return LOST
     except BackendUnavailable:
         await _release(call, record)
-        raise ToolError(
-            Code.BACKEND_UNAVAILABLE,
-            "The legacy backend cannot be reached; nothing was sent. Retry with the same idempotencyKey.",
-        ) from None
+        backend = call.gw.config.backend_of(call.name)
+        raise unreachable(backend, "Nothing was sent. Retry with the same idempotencyKey.") from None
     except Exception as exc:
         if sent:
             log.exception("%s failed after the backend call: %s", call.name, type(exc).__name__)

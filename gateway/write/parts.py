@@ -52,8 +52,8 @@ class Parts(Protocol):
         """A lookup table as its backend has it now."""
         ...
 
-    async def catalog(self, *, retry: bool = True) -> dict[str, PublishedTool]:
-        """The published tools."""
+    async def tool(self, name: str) -> PublishedTool:
+        """One configured tool as published now (a ToolError when its backend is down)."""
         ...
 
     @property

@@ -31,7 +31,8 @@ in the budgets from its claim on; the backend's tool is then called once:
     sent, no answer                 outcome_unknown, recorded: the key never calls again
     isError                         backend_error, recorded: a retry with the key replays the refusal
     an answer the output schema     outcome_unknown, recorded: the backend answered, so it may have written,
-    does not describe                and the gateway cannot tell what it did
+    does not describe, or past       and the gateway cannot tell what it did
+    the [limits] caps
     a fitting answer                applied: the answer with ``replayed: false``, recorded for replay
 """
 
@@ -46,8 +47,8 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.approvals.policy import Choice, scopes_for
-from gateway.catalog.published import PublishedTool
-from gateway.config import PassthroughTool
+from gateway.catalog.published import PublishedTool, beyond_limits
+from gateway.config import Limits, PassthroughTool
 from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
 from gateway.records import Expired, KeyRecord, Plan, Reply
@@ -108,7 +109,7 @@ class PassthroughCall(ClaimedWrite):
 
     async def outcome(self, plan: Plan, reply: Reply | None) -> Settlement:
         """Step 9 (the table in the module docstring)."""
-        return settle_call(self.published, reply)
+        return settle_call(self.published, reply, self.gw.config.limits)
 
     async def not_claimed(self, plan: Plan, record: KeyRecord, existing: KeyRecord | None) -> dict[str, Any]:
         """The key is another call's: its replay, or why not; no key yet means the implied plan is in use."""
@@ -134,12 +135,13 @@ def prompt(config: PassthroughTool, tool: str, arguments: dict[str, Any], proper
     return str(render(config.message, {**names, "tool": tool, "arguments": text}))
 
 
-def answer_of(published: PublishedTool, reply: Reply | None) -> dict[str, Any] | None:
-    """A successful answer as the published output schema describes it (without ``replayed``), or None."""
+def answer_of(published: PublishedTool, reply: Reply | None, limits: Limits) -> dict[str, Any] | None:
+    """A successful answer as the published output schema describes it (without ``replayed``) and within the
+    ``[limits]`` a caller's arguments are held to (the backend's own schema may bound nothing), or None."""
     if reply is LOST or reply.is_error:
         return None
     body = reply.json()
-    if not isinstance(body, dict):
+    if not isinstance(body, dict) or beyond_limits(body, limits) is not None:
         return None
     checked = {**body, "replayed": False} if published.config.writes else body
     try:
@@ -149,13 +151,13 @@ def answer_of(published: PublishedTool, reply: Reply | None) -> dict[str, Any] |
     return body
 
 
-def settle_call(published: PublishedTool, reply: Reply | None) -> Settlement:
+def settle_call(published: PublishedTool, reply: Reply | None, limits: Limits) -> Settlement:
     """Step 9 for a pass-through write (the table in the module docstring)."""
     if reply is not LOST and reply.is_error:
         message = "The backend refused the call. A retry with this idempotencyKey replays this answer."
         details = {"backendMessage": reply.text[:500]}
         return Settlement("error", {"code": Code.BACKEND_ERROR.value, "message": message, "details": details})
-    body = answer_of(published, reply)
+    body = answer_of(published, reply, limits)
     if body is None:
         return Settlement("unknown", outcome_unknown_body(None))
     return Settlement("applied", body)

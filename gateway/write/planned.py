@@ -128,7 +128,7 @@ class WriteCall(ClaimedWrite):
 
     async def fits(self) -> Fits:
         """Whether a value may fill a field of this tool's output (the version under its published name)."""
-        published, version = (await self.gw.catalog())[self.name], self.preview.target.version_output
+        published, version = await self.gw.tool(self.name), self.preview.target.version_output
         return lambda name, value: published.fits(version if name == "version" else name, value)
 
 

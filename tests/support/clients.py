@@ -62,7 +62,7 @@ async def running_gateway(
     clock = clock or Clock()
     async with open_gateway(config, clock=clock, sleep=clock.sleep, opener=opener, openers=openers) as gw:
         with anyio.fail_after(60):
-            await gw.catalog()
+            await gw.settle()
         yield gw
 
 

@@ -113,6 +113,26 @@ def together_data(
     return data
 
 
+SICK_TIMEOUTS = {"connect_timeout_seconds": 2, "list_timeout_seconds": 2, "call_timeout_seconds": 5}
+"""Short timeouts for the backends the independence tests make hang or die, so nothing waits long."""
+
+
+def three_backends_data(db: Path, ports: dict[str, int], *, state_dir: Path, store: str = "memory") -> dict[str, Any]:
+    """together_data over HTTP backends on ``ports`` (``tenants``, ``flags``), plus a third, ``notes``
+    (tests/hostile_backend), whose one tool is passed through as ``read_note``; flags and notes get SICK_TIMEOUTS."""
+    http = {name: {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"} for name, port in ports.items()}
+    data = together_data(
+        TENANTS,
+        db,
+        state_dir=state_dir,
+        store=store,
+        backends={"tenants": http["tenants"], "flags": {**http["flags"], **SICK_TIMEOUTS}},
+    )
+    data["backends"]["notes"] = {**http["notes"], **SICK_TIMEOUTS}
+    data["tools"]["read_note"] = {"kind": "passthrough", "backend": "notes", "annotations": HINTS_READ}
+    return data
+
+
 def gateway_config(profile: Profile, db: Path, *extra_backend_args: str, **options: Any) -> GatewayConfig:
     """config_data, validated."""
     return parse_config(config_data(profile, db, *extra_backend_args, **options))

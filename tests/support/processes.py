@@ -174,6 +174,11 @@ def backend_args(profile: Profile, db: Path, *extra: str, port: int | None = Non
     return [PYTHON, "-m", profile.backend_module, *transport, "--db", str(db), *extra]
 
 
+def hostile_args(port: int, log: Path, *extra: str) -> list[str]:
+    """tests/hostile_backend over streamable HTTP on a loopback port, logging what it hears to ``log``."""
+    return [PYTHON, "-m", "tests.hostile_backend", "--http", f"{HOST}:{port}", "--log", str(log), *extra]
+
+
 def http_backend(profile: Profile, db: Path, port: int, *extra: str) -> Any:
     """The profile's backend over streamable HTTP on a loopback port."""
     return process(backend_args(profile, db, *extra, port=port), port)

@@ -70,7 +70,12 @@ class Recorder:
     """What crossed the proxy to the backend, and which tokens the gateway asked the identity provider about."""
 
     authorization: list[str | None] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
     introspected: list[str] = field(default_factory=list)
+
+    def calls(self) -> int:
+        """Tool calls that reached the backend (the gateway's own pings, its liveness checks, are not counted)."""
+        return self.methods.count("tools/call")
 
 
 def identity_provider(active: dict[str, dict[str, Any]], recorder: Recorder) -> Starlette:
@@ -92,6 +97,11 @@ def identity_provider(active: dict[str, dict[str, Any]], recorder: Recorder) -> 
 def recording_proxy(target: str, recorder: Recorder) -> Starlette:
     async def forward(request: Request) -> Response:
         recorder.authorization.append(request.headers.get("authorization"))
+        body = await request.body()
+        try:
+            recorder.methods.append(str(json.loads(body).get("method")))
+        except (ValueError, AttributeError):
+            recorder.methods.append("")
         headers = {k: v for k, v in request.headers.items() if k.lower() not in {"host", "content-length"}}
         async with httpx.AsyncClient(timeout=30) as http:
             answer = await http.request(request.method, target, content=await request.body(), headers=headers)
@@ -226,13 +236,13 @@ async def test_a_bad_token_gets_401_and_no_backend_call(world: World, bad: str) 
     headers = dict(POST_HEADERS)
     if bad in tokens:
         headers["Authorization"] = f"Bearer {tokens[bad]}"
-    before = len(world.recorder.authorization), TENANTS.write_count(world.db)
+    before = world.recorder.calls(), TENANTS.write_count(world.db)
     async with httpx.AsyncClient() as http:
         response = await http.post(url, json=INITIALIZE, headers=headers)
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
     assert challenge.startswith("Bearer ") and "resource_metadata=" in challenge
-    assert (len(world.recorder.authorization), TENANTS.write_count(world.db)) == before
+    assert (world.recorder.calls(), TENANTS.write_count(world.db)) == before
 
 
 async def test_protected_resource_metadata_names_only_configured_authorization_servers(world: World) -> None:

@@ -47,6 +47,8 @@ async def test_one_gateway_serves_two_backends_and_outlives_one_of_them(tmp_path
     url, base = f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{port}"
     async with http_backend(TENANTS, tenants_db, tenants_port, *TENANTS.seed_demo), serve(config, port):
         async with http_backend(FLAGS, flags_db, flags_port, *FLAGS.seed_demo):
+            async with client(url, "2026-07-28") as session:  # started after the gateway: picked up within seconds
+                await until_reachable(lambda: session.call_tool(FLAGS.list_tool, {}))
             for era, (tenant, flag) in zip(
                 ERAS, [(TENANTS.main, FLAGS.main), (TENANTS.other, FLAGS.other)], strict=True
             ):

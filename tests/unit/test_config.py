@@ -160,3 +160,14 @@ def test_a_plan_previewed_with_the_old_mode_name_reads_as_form() -> None:
     tool = load_config().tools["reset_tenant"]
     assert isinstance(tool, WriteTool)
     assert from_plan({"mode": "boolean", "rule": None}, tool).mode == "form"
+
+
+def test_two_tables_of_one_name_are_a_sentence_naming_both_not_a_raw_toml_error(tmp_path: Path) -> None:
+    file = tmp_path / "gateway.toml"
+    entry = 'kind = "passthrough"\nannotations = { read_only = true, destructive = false, idempotent = true, '
+    entry += "open_world = false }\n"
+    file.write_text(f'[backend]\ncommand = "x"\n\n[tools.search]\nbackend = "a"\n{entry}\n[tools.search]\n{entry}')
+    with pytest.raises(ConfigError) as raised:
+        load_config(file)
+    assert "[tools.search] is declared twice (lines 4 and 9)" in str(raised.value)
+    assert 'source = "..."' in str(raised.value)

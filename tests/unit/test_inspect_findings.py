@@ -8,8 +8,9 @@ import mcp_types as types
 import pytest
 
 from gateway.cli.inspect.draft import draft
-from gateway.cli.inspect.findings import examine, risk_of
+from gateway.cli.inspect.findings import examine
 from gateway.config import ConfigError, parse_config
+from gateway.config.godtool import risk_of
 
 
 def tool(input_schema: dict[str, Any], description: str = "", **extra: Any) -> types.Tool:
@@ -43,7 +44,7 @@ def test_a_tool_without_annotations_leaves_every_hint_to_the_spec_defaults() -> 
     }
     partial = examine(tool({}, annotations=types.ToolAnnotations(read_only_hint=True)))
     assert set(partial.implicit_hints) == {"destructiveHint", "idempotentHint", "openWorldHint"}
-    assert not partial.safe_to_pass_through
+    assert partial.claims_read_only and partial.passable  # a read to confirm, not hidden
 
 
 @pytest.mark.parametrize(

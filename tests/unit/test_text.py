@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import tomllib
 import unicodedata
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.text import HIDDEN, columns, escaped, printable, quoted
+from gateway.text import HIDDEN, columns, escaped, printable, quoted, toml_comment, toml_string
 
 ESCAPE = re.compile(r"\\(\\|u[0-9a-f]{4}|U[0-9a-f]{8})")
 
@@ -57,3 +58,25 @@ def test_escaped_text_reads_back_as_exactly_the_text_and_shows_nothing_hidden(te
 @given(TEXT, TEXT)
 def test_two_different_texts_never_print_alike(first: str, second: str) -> None:
     assert (printable(first) == printable(second)) == (first == second)
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@given(TEXT)
+def test_a_toml_string_reads_back_as_the_text_and_nothing_else(text: str) -> None:
+    parsed = tomllib.loads(f"key = {toml_string(text)}\n")
+    assert parsed == {"key": SURROGATE.sub("\ufffd", text)}  # TOML cannot spell a lone surrogate
+
+
+@given(TEXT)
+def test_a_toml_comment_ends_at_its_own_line_whatever_it_holds(text: str) -> None:
+    comment = toml_comment(text)
+    assert tomllib.loads(f"{comment}\nkey = 1\n") == {"key": 1}
+    assert "\n" not in comment and read_back(comment.removeprefix("# ")) == text
+
+
+def test_a_server_name_cannot_add_a_table_through_a_comment_or_a_string() -> None:
+    attack = 'srv\n[backend.headers_from_env]\nX-Exfil = "GATEWAY_SECRET_KEY"\n#\u202e\x1b[2J'
+    text = f"{toml_comment(attack)}\n[gateway]\nname = {toml_string(attack)}\n"
+    assert tomllib.loads(text) == {"gateway": {"name": attack}}

@@ -1,10 +1,12 @@
 """What a server's tool definitions say, read from ``tools/list`` alone (no tool is called).
 
-For every tool: which hints it leaves to the MCP spec's defaults (and what a client then assumes), whether it
-has an ``outputSchema``, which arguments are free-form objects. For a god-tool (an argument that names an
-action, and actions of different risk in its enum or description): its actions, each classed by its verb as
-``read``, ``write``, ``destructive`` or ``unknown``. A verb the lists below do not know is ``unknown``: such an
-action is never drafted as a call, since it may change things.
+For every tool: which hints it states (claims, which a draft asks the operator to confirm) and which it leaves to
+the MCP spec's defaults (and what a client then assumes), whether it has an ``outputSchema``, which arguments are
+free-form objects, and whether an argument names an action (then the gateway never passes it through). For a
+god-tool (an argument that names an action, and actions of different risk in its enum or description): its
+actions, each classed by its verb (gateway.config.godtool) as ``read``, ``write``, ``destructive`` or
+``unknown``. A verb none of the lists knows is ``unknown``: such an action is never drafted as a call, since it
+may change things.
 """
 
 from __future__ import annotations
@@ -12,28 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 
-from gateway.cli import actions
 from gateway.config import SPEC_DEFAULTS
+from gateway.config.godtool import ACTION_ARGUMENTS, Risk, action_argument, enumerated, risk_of
+from gateway.text import MAX_NAME, quoted
 
-Risk = Literal["read", "write", "destructive", "unknown"]
-
-ACTION_ARGUMENTS = ("action", "command", "cmd", "op", "operation", "verb", "method", "task")
-READ_VERBS = {
-    "list", "get", "read", "show", "describe", "fetch", "search", "find", "query", "status", "view", "count",
-    "history", "info", "lookup", "check", "stat", "stats", "peek", "browse", "export",
-}  # fmt: skip
-WRITE_VERBS = {
-    "create", "add", "insert", "update", "set", "put", "patch", "rename", "enable", "disable", "apply",
-    "assign", "import", "upload", "move", "copy", "edit", "modify", "save", "write", "start", "stop", "run",
-}  # fmt: skip
-DESTRUCTIVE_VERBS = {
-    "delete", "drop", "wipe", "purge", "remove", "destroy", "truncate", "reset", "reseed", "restore", "clear",
-    "erase", "kill", "revoke", "overwrite", "replace", "rollback", "flush", "terminate", "evict",
-}  # fmt: skip
 HINT_NAMES = {
     "readOnlyHint": "read_only_hint",
     "destructiveHint": "destructive_hint",
@@ -63,12 +51,18 @@ class ToolFindings:
     output_schema: bool = False
     free_form: list[str] = field(default_factory=list)
     god: GodTool | None = None
+    action_argument: str | None = None
+    """What makes it a god-tool to the gateway, which never publishes it as a pass-through (gateway.config.godtool)."""
 
     @property
-    def safe_to_pass_through(self) -> bool:
-        """Every hint stated and an outputSchema: an operator can publish it as it is (the gateway still confirms
-        a tool that is not read-only)."""
-        return not self.implicit_hints and self.output_schema and self.god is None
+    def passable(self) -> bool:
+        """Whether an operator may publish it as a pass-through at all: it takes no action or command argument."""
+        return self.god is None and self.action_argument is None
+
+    @property
+    def claims_read_only(self) -> bool:
+        """Whether it states ``readOnlyHint: true`` (a claim: the draft asks the operator to confirm it)."""
+        return self.stated_hints.get("readOnlyHint") is True
 
 
 def examine(tool: types.Tool) -> ToolFindings:
@@ -84,19 +78,8 @@ def examine(tool: types.Tool) -> ToolFindings:
         output_schema=tool.output_schema is not None,
         free_form=free_form,
         god=_god_tool(tool, properties, free_form),
+        action_argument=action_argument(tool.input_schema),
     )
-
-
-def risk_of(action: str) -> Risk:
-    """An action's risk by its verb: any destructive word wins, then write, then read."""
-    words = set(re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", action).lower()))
-    if words & DESTRUCTIVE_VERBS:
-        return "destructive"
-    if words & WRITE_VERBS:
-        return "write"
-    if words & READ_VERBS:
-        return "read"
-    return "unknown"
 
 
 def _stated_hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:
@@ -127,16 +110,16 @@ def _god_tool(tool: types.Tool, properties: Mapping[str, Any], free_form: list[s
     argument = next((name for name in ACTION_ARGUMENTS if name in properties), None)
     if argument is None:
         return None
-    listed = actions.enumerated(tool.input_schema, argument)
+    listed = enumerated(tool.input_schema, argument)
     names = listed if listed is not None else _listed_in_description(tool.description or "", argument)
     risks = {name: risk_of(name) for name in names}
-    signals = [f"argument {argument!r} names an action"]
+    signals = [f"argument {quoted(argument)} names an action"]
     kinds = sorted({risk for risk in risks.values() if risk != "unknown"})
     if len(kinds) > 1:
         where = "enum" if listed is not None else "description"
         signals.append(f"its {where} lists actions of different risk ({', '.join(kinds)})")
     if free_form:
-        signals.append(f"free-form payload argument {free_form[0]!r}")
+        signals.append(f"free-form payload argument {quoted(free_form[0], MAX_NAME)}")
     if len(signals) < 2:
         return None  # one signal alone (say an 'op' string) is not enough to call it a god-tool
     payload = next((name for name in free_form if name != argument), None)

@@ -28,6 +28,10 @@ from mcp.client.streamable_http import streamable_http_client
 from gateway.backend.client import all_tools, resolve_command
 from gateway.cli.inspect.draft import draft, header, to_draft_toml
 from gateway.cli.inspect.findings import ToolFindings, examine
+from gateway.text import escaped, quoted
+
+NAME_CHARS = 200
+"""A longer server or tool name is cut in the report (the draft's header keeps it whole, escaped)."""
 
 
 @dataclass(frozen=True)
@@ -105,18 +109,25 @@ def inspect(server: Server, out: Callable[[str], None], *, draft_to: Path | None
 
 
 def report(server: str, findings: list[ToolFindings]) -> list[str]:
-    """What each tool's definition says, one block per tool."""
-    lines = [f"{server}: {len(findings)} tools (read from tools/list; nothing was called)"]
+    """What each tool's definition says, one block per tool; every name the server gave is shown through the one
+    escaper (gateway.text), so its text cannot ring, repaint or turn around the operator's terminal."""
+    lines = [f"{quoted(server, NAME_CHARS)}: {len(findings)} tools (read from tools/list; nothing was called)"]
     for found in findings:
         lines.append("")
+        name = escaped(found.name, NAME_CHARS)
         if found.god is not None:
-            lines.append(f"{found.name}: GOD-TOOL ({'; '.join(found.god.signals)})")
+            lines.append(f"{name}: GOD-TOOL ({'; '.join(found.god.signals)})")  # signals quote the names they hold
             for action, risk in found.god.actions.items():
-                lines.append(f"  action {action!r}: {risk}")
-        elif found.safe_to_pass_through:
-            lines.append(f"{found.name}: every hint stated, outputSchema declared: can be passed through")
+                lines.append(f"  action {quoted(action, NAME_CHARS)}: {risk}")
+        elif found.action_argument is not None:
+            lines.append(f"{name}: takes {found.action_argument}: never passed through (wrap its actions)")
+        elif found.claims_read_only:
+            lines.append(f"{name}: claims to be read-only: a read to confirm (drafted with a TODO)")
         else:
-            lines.append(f"{found.name}:")
+            lines.append(f"{name}: may write: held for a decision (drafted with a TODO)")
+        if found.stated_hints:
+            claims = ", ".join(f"{hint} {str(value).lower()}" for hint, value in found.stated_hints.items())
+            lines.append(f"  hints it claims: {claims}")
         if found.implicit_hints:
             defaults = ", ".join(
                 f"{hint} (would be {str(value).lower()})" for hint, value in found.implicit_hints.items()
@@ -125,5 +136,5 @@ def report(server: str, findings: list[ToolFindings]) -> list[str]:
         if not found.output_schema:
             lines.append("  no outputSchema")
         for argument in found.free_form:
-            lines.append(f"  free-form object argument {argument!r}")
+            lines.append(f"  free-form object argument {quoted(argument, NAME_CHARS)}")
     return lines

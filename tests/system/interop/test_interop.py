@@ -20,9 +20,9 @@ in its own virtualenv, ``.venv-fastmcp``, made by ``.ci/setup-fastmcp.sh``), are
 follow it with ``tasks/get`` while a person approves in Debian's Chromium (one browser for the module), and get the
 write's result; a cancelled task writes nothing.
 
-Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing
-(``cd tests/system/interop && npm ci``), and the fastmcp tests when its virtualenv is; in CI (``CI`` set) they fail
-instead, since ``.ci/setup-node.sh`` and ``.ci/setup-fastmcp.sh`` install them.
+Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing (conftest.py), and the
+fastmcp tests when its virtualenv is; in CI (``CI`` set) they fail instead, since ``.ci/setup-node.sh`` and
+``.ci/setup-fastmcp.sh`` install them.
 """
 
 from __future__ import annotations
@@ -97,24 +97,6 @@ GENERIC = {
 }
 # Generic scenarios with fixture-only checks: every check outside the baseline must pass.
 GENERIC_BUT_FOR_FIXTURES = {"2025-11-25": set[str](), "2026-07-28": {"server-stateless", "caching"}}
-
-
-def _missing_tools() -> str | None:
-    if shutil.which("node") is None:
-        return "node is not on PATH (install Node 20+, then: cd tests/system/interop && npm ci)"
-    if not (NODE_MODULES / ".package-lock.json").is_file():
-        return "tests/system/interop/node_modules is missing (cd tests/system/interop && npm ci, or .ci/setup-node.sh)"
-    return None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def node_tools() -> None:
-    missing = _missing_tools()
-    if missing is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"interop tests must run in CI: {missing}")
-    pytest.skip(missing)
 
 
 def node22() -> str:
