@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,7 @@ def together_data(
             data["tools"][tool] = body if body["kind"] == "write" else {**body, "backend": name}
         data.update({key: single[key] for key in ("gateway", "rate_limits")})
     data["gateway"] = {**data["gateway"], "name": "two-backend-gateway"}
-    data["tools"].update(PASSTHROUGH)
+    data["tools"].update(copy.deepcopy(PASSTHROUGH))  # a copy: a test that changes a tool changes only its own
     return data
 
 
