@@ -298,9 +298,9 @@ def stdio_refusal(config: GatewayConfig) -> str | None:
 
 
 def lease_refusal(config: GatewayConfig) -> str | None:
-    """Why a Redis store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
+    """Why a shared store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
     None."""
-    from gateway.stores.redis_url import lease_refusal
+    from gateway.stores.leases import lease_refusal
 
     timeouts = {}
     for name, section in config.backend_sections().items():
