@@ -1,9 +1,9 @@
 """``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit,
-inspect a server and draft its config.
+inspect a server and draft its config, migrate a PostgreSQL store.
 
 Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
-``check``, ``audit``, ``call`` and ``inspect`` never do. Each subcommand imports what it needs when it runs,
-so ``--help`` stays quick.
+``check``, ``audit``, ``call`` and ``inspect`` never do, and ``migrate`` changes only the store's schema. Each
+subcommand imports what it needs when it runs, so ``--help`` stays quick.
 """
 
 from __future__ import annotations
@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
     for sub in (listing, verify, head, trim):
         sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
+    migrate = commands.add_parser(
+        "migrate", help="create or upgrade a PostgreSQL store's tables (idempotent; other stores need nothing)"
+    )
+    migrate.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     inspecting = commands.add_parser(
         "inspect", help="read any MCP server's tools (initialize and tools/list only), report, and draft a config"
     )
@@ -189,11 +193,19 @@ def run(args: argparse.Namespace) -> int:
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
+    from gateway.cli import migrate
+
+    if args.command == "migrate":
+        return anyio.run(migrate.run, config)
     if args.command in ("check", "serve"):
         refusal = lease_refusal(config)
         if refusal is not None:
             print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
             return 2
+    refusal = anyio.run(migrate.schema_refusal, config)  # serve, check, audit: the store's schema is this gateway's
+    if refusal is not None:
+        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+        return 2
     if args.command == "check":
         logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions)
