@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from gateway.stores.leases import DEFAULT_LEASE_SECONDS
 
@@ -77,10 +77,12 @@ def parse_url(url: str) -> PostgresUrl:
     parts = urlsplit(url)
     ours: dict[str, str] = {}
     theirs: dict[str, str] = dict(LIBPQ_DEFAULTS)
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in _query(parts.query):
         (ours if name in OURS else theirs)[name] = value
     try:
-        params = conninfo_to_dict(urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs))))
+        # quote, not quote_plus: libpq reads a '+' in a URL as itself.
+        query = urlencode(theirs, quote_via=quote)
+        params = conninfo_to_dict(urlunsplit(parts._replace(scheme="postgresql", query=query)))
         conninfo = make_conninfo("", **params)
     except ProgrammingError as exc:
         raise ValueError(f"gateway.store: {exc} in the PostgreSQL URL") from None
@@ -94,6 +96,13 @@ def parse_url(url: str) -> PostgresUrl:
         timeout=_positive(ours, "timeout", DEFAULT_TIMEOUT),
         pool_max=int(_positive(ours, "pool_max", DEFAULT_POOL_MAX)),
     )
+
+
+def _query(text: str) -> list[tuple[str, str]]:
+    """A URL's query as libpq reads it: percent-escapes decoded, a '+' kept as itself (parse_qsl would make it a
+    space)."""
+    pairs = [part.partition("=") for part in text.split("&") if part]
+    return [(unquote(name), unquote(value)) for name, _, value in pairs]
 
 
 def _positive(ours: dict[str, str], name: str, default: float) -> float:

@@ -68,6 +68,10 @@ class PostgresServer:
         """Start it again on the same data (waits until it accepts connections)."""
         self.pg_ctl("start")
 
+    def running(self) -> bool:
+        """Whether the server is up (pg_ctl status)."""
+        return self.pg_ctl("status", check=False).returncode == 0
+
     def signal_all(self, signal_number: int) -> None:
         """Send a signal to the postmaster and every server process it started (SIGSTOP: a server that stalls
         with its connections open; SIGCONT: it goes on)."""

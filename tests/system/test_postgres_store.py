@@ -189,3 +189,63 @@ async def test_a_stopped_server_refuses_within_the_timeout_and_a_restart_is_take
         assert await store.get_record("alice", "key-0001") == in_flight(plan)
     finally:
         await store.close()
+
+
+async def test_the_views_answer_who_approved_what_and_which_writes_are_unknown(store: PostgresStore, raw: Raw) -> None:
+    plan = make_plan()
+    for entry in (
+        AuditEntry(at=1.0, caller="alice", tool="reset_tenant", outcome="refused", code="plan_stale", target="tn_a"),
+        AuditEntry(
+            at=2.0,
+            caller="alice",
+            tool="reset_tenant",
+            outcome="approval",
+            plan_id=plan.plan_id,
+            target="tn_a",
+            version_before=3,
+            confirmation="approve",
+            extra={"mode": "url", "approver": "Bob", "approval": "ap_1"},
+        ),
+        AuditEntry(
+            at=3.0,
+            caller="alice",
+            tool="reset_tenant",
+            outcome="unknown",
+            code="outcome_unknown",
+            plan_id=plan.plan_id,
+            idempotency_key="key-0001",
+            target="tn_a",
+            version_before=3,
+        ),
+        AuditEntry(
+            at=4.0,
+            caller="alice",
+            tool="reset_tenant",
+            outcome="unknown",
+            code="outcome_unknown",
+            idempotency_key="key-0001",
+            target="tn_a",
+        ),
+    ):
+        await store.append_audit(entry)
+    await store.put_plan(plan, time.time())
+    await store.claim(in_flight(plan, "key-0002"), time.time(), RETENTION)
+
+    async def rows(query: str) -> list[tuple[Any, ...]]:
+        return await (await raw.execute(query.encode())).fetchall()
+
+    approvals = await rows(
+        "SELECT approver, verdict, approval_id, target, requested_by, version FROM approval_decisions"
+    )
+    assert approvals == [("Bob", "approve", "ap_1", "tn_a", "alice", 3)]
+    unknown = await rows(
+        "SELECT seq, caller, idempotency_key, target, version_before, extract(epoch FROM at) FROM unknown_writes"
+    )
+    assert unknown == [(3, "alice", "key-0001", "tn_a", 3, 3)]
+    assert await rows("SELECT outcome, code FROM audit_log ORDER BY seq") == [
+        ("refused", "plan_stale"),
+        ("approval", None),
+        ("unknown", "outcome_unknown"),
+        ("unknown", "outcome_unknown"),
+    ]
+    assert await rows("SELECT key, state, target FROM keys_now") == [("key-0002", "in_flight", "tn_a")]

@@ -1,4 +1,5 @@
-"""Several real `serve` replicas sharing one real Redis, in front of one real legacy backend over HTTP.
+"""Several real `serve` replicas sharing one real Redis (or PostgreSQL), in front of one real legacy backend over
+HTTP.
 
 A plan previewed on one replica is redeemed on another, a retry on a third replays, concurrent calls spread
 over replicas write once per key and per target, a replica killed mid-write (or crashing at any step) leaves its
@@ -7,7 +8,8 @@ requestState and cursors, also across a key rotation. 2025-era clients keep thei
 replica (a sticky balancer); 2026-era requests are stateless and a transport in the client plays the balancer.
 
 The store is what is under test, so these run on one god-tool profile; the mapping is covered per profile
-elsewhere.
+elsewhere. The tests of what the store shares (plans, keys, locks, nonces, the audit) run on both shared stores
+(``shared_store``); a crash at each step of the write is tested on PostgreSQL in tests/system/test_crash.py.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from gateway.crashpoints import ENV_VAR, POINTS
-from gateway.stores.redis import RedisStore
+from gateway.stores import open_store
 from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml
@@ -161,14 +163,25 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "backend.db"
 
 
+@pytest.fixture(params=["redis", "postgres"])
+def shared_store(request: pytest.FixtureRequest) -> str:
+    """The URL of an empty shared store: the session's Redis flushed, or a fresh schema on its PostgreSQL."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def with_params(url: str, **params: Any) -> str:
+    """The store URL with query parameters added."""
+    return url + ("&" if "?" in url else "?") + "&".join(f"{name}={value}" for name, value in params.items())
+
+
 def result_body(result: types.CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return dict(result.structured_content)
 
 
-async def audit_outcomes(redis_url: str) -> list[str]:
-    store = RedisStore(redis_url)
+async def audit_outcomes(url: str) -> list[str]:
+    store = open_store(url)
     try:
         return [entry.outcome async for entry in store.audit_entries()]
     finally:
@@ -176,12 +189,12 @@ async def audit_outcomes(redis_url: str) -> list[str]:
 
 
 async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_third_replays(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 3) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3) as group,
     ):
         ports = [replica.port for replica in group]
         a, b, c = ports
@@ -209,16 +222,16 @@ async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_t
         assert len(answers.prompts) == 1
         assert len({port for port, method in balancer.sent if method == "tools/call"}) == 3
         assert PROFILE.write_count(db) == 2
-    assert await audit_outcomes(redis_url) == ["applied", "replayed", "applied", "replayed"]
+    assert await audit_outcomes(shared_store) == ["applied", "replayed", "applied", "replayed"]
 
 
 async def test_concurrent_calls_spread_over_replicas_write_once_per_key_and_per_target(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo, "--fault", "latency=300"),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 3) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3) as group,
     ):
         ports = [replica.port for replica in group]
         async with sticky(ports[0]) as client:
@@ -251,12 +264,12 @@ async def test_concurrent_calls_spread_over_replicas_write_once_per_key_and_per_
 
 
 async def test_a_replica_killed_mid_write_leaves_its_key_unknown_and_another_replica_carries_on(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend, backend_log = free_port(), tmp_path / "backend.log"
     backend_args = [*PROFILE.seed_demo, "--fault", "latency=1500:1"]
     command = [sys.executable, "-m", PROFILE.backend_module, "--http", f"127.0.0.1:{backend}", "--db", str(db)]
-    store = redis_url + f"?lock_lease={SHORT_LEASE}"  # a dead holder's lock lapses within seconds
+    store = with_params(shared_store, lock_lease=SHORT_LEASE)  # a dead holder's lock lapses within seconds
     with backend_log.open("wb") as log:
         async with (
             process([*command, *backend_args], backend, stderr=log),
@@ -402,12 +415,12 @@ async def test_replicas_sharing_a_rotated_key_ring_accept_state_and_cursors_mint
 
 
 async def test_a_confirmation_answer_used_on_one_replica_cannot_be_replayed_on_another(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 2) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 2) as group,
     ):
         first, second = (replica.port for replica in group)
         balancer = Balancer([first, second], lambda message: first)

@@ -30,6 +30,9 @@ def test_the_url_keeps_libpq_spellings_and_takes_out_ours() -> None:
     assert libpq["connect_timeout"] == "3"  # ours by default: libpq would wait forever
     assert not {"schema", "lock_lease", "timeout", "pool_max"} & set(libpq)
     assert conninfo_to_dict(parse_url("postgresql://gw@db/app?connect_timeout=9").conninfo)["connect_timeout"] == "9"
+    spaced = parse_url("postgresql://gw@db/app?options=-c%20synchronous_commit%3Don&application_name=a+b")
+    assert conninfo_to_dict(spaced.conninfo)["options"] == "-c synchronous_commit=on"
+    assert conninfo_to_dict(spaced.conninfo)["application_name"] == "a+b"  # as libpq reads its own URL
 
 
 @pytest.mark.parametrize(
