@@ -16,7 +16,8 @@ Tables, in the schema::
     nonces             nonce -> purge_at               single use of a 2026 confirmation state within its TTL
     locks              target -> token, fence, expires_at   leases on the database's clock; rows are kept, the
                                                        fence only grows
-    buckets            name -> tokens, updated, wait, purge_at   rate limits, on the database's clock
+    buckets            name -> tokens, updated, wait, purge_at   rate limits, on the database's clock; UNLOGGED
+                                                       (no WAL, no fsync; a server crash leaves them full)
     writes             (scope, at), one row per write  blast-radius counters; rows older than a day purged
     approvals          approval_id -> plan_id, caller, tool, target, body, rev, requested_at, expires_at, purge_at
     audit              seq -> at, caller, tool, outcome, code, target, plan_id, idempotency_key, entry
@@ -51,7 +52,8 @@ settle by the old owner cannot overwrite that. ``recover_in_flight`` at start-up
 key (``FOR UPDATE SKIP LOCKED``, so replicas starting together do not queue): the other replicas keep running.
 
 Durability is PostgreSQL's: a commit is on the server's disk (and on synchronous standbys, if the operator
-configured them) before the backend is called. Guarantee: one key never reaches the backend twice.
+configured them) before the backend is called. Taking and freeing a lock commit without waiting for the disk
+(``_Leases`` says why that is safe), and the buckets are unlogged. Guarantee: one key never reaches the backend twice.
 
 How it fails. Every operation runs within ``timeout`` (5 s by default: waiting for a pooled connection, and the
 server's ``statement_timeout``); a server that is down, restarting, unreachable or stalled, or a connection that
@@ -528,20 +530,34 @@ class PostgresStore:
 
 
 class _Leases:
-    """The lock's atomic steps as statements (gateway.stores.leases.LeaseSteps)."""
+    """The lock's atomic steps as statements (gateway.stores.leases.LeaseSteps).
+
+    Taking and freeing a lock commit without waiting for the disk (``synchronous_commit`` off for that one
+    transaction), which saves two fsyncs per write: the WAL is flushed in order, so the claim's own (durable)
+    commit makes the lock that fenced it durable too; a server crash can lose only a lock nothing was claimed
+    under (its holder's claim is then refused by the fence) or a release (the lock lapses with its lease). A
+    renewal waits for the disk: losing one could shorten a lease under a write in flight."""
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
 
     async def acquire(self, target: str, nonce: str, lease_ms: int) -> str | None:
-        row = await self._store._one(ACQUIRE, {"target": target, "nonce": nonce, "lease": lease_ms})
+        params = {"target": target, "nonce": nonce, "lease": lease_ms}
+        row = await self._store._transaction(lambda conn: _undurable(conn, ACQUIRE, params))
         return str(row[0]) if row is not None else None
 
     async def renew(self, target: str, token: str, lease_ms: int) -> bool:
         return await self._store._count(RENEW, {"target": target, "token": token, "lease": lease_ms}) == 1
 
     async def unlock(self, target: str, token: str) -> None:
-        await self._store._count(UNLOCK, [target, token])
+        await self._store._transaction(lambda conn: _undurable(conn, UNLOCK, [target, token]))
+
+
+async def _undurable(conn: Conn, query: Any, params: Any) -> tuple[Any, ...] | None:
+    """Run one statement in the caller's transaction, whose commit does not wait for the disk; its first row."""
+    await conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+    cursor = await conn.execute(query, params)
+    return await cursor.fetchone() if cursor.description is not None else None
 
 
 async def _plan(conn: Conn, plan_id: str, now: float, *, lock: bool = False) -> Plan | Expired | None:

@@ -44,7 +44,9 @@ CREATE TABLE locks (
     expires_at timestamptz NOT NULL
 );
 
-CREATE TABLE buckets (
+-- Unlogged: a rate-limit bucket is not worth a WAL write and an fsync on every call (all of one caller's calls
+-- update its one row); a server crash empties the table, which leaves every bucket full.
+CREATE UNLOGGED TABLE buckets (
     name text PRIMARY KEY,
     tokens double precision NOT NULL,
     updated double precision NOT NULL,
