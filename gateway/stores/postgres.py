@@ -59,8 +59,11 @@ How it fails. Every operation runs within ``timeout`` (5 s by default: waiting f
 server's ``statement_timeout``); a server that is down, restarting, unreachable or stalled, or a connection that
 dropped, raises StoreUnavailable, which the write path turns into ``backend_unavailable`` before the claim
 (nothing sent). After the claim the backend call does not need the database; an outcome it cannot record is kept
-(gateway.write.outcome) and the caller told the truth; a process that dies meanwhile leaves the key in flight,
-which reads ``unknown`` once its lock lapses. A pooled connection idle for more than a second is checked
+(gateway.write.outcome) and the caller told the truth, and the next write call on this process stores it: the
+store remembers the claims it made until they are settled or released, so the kept outcome settles its own
+claim even though its lock is gone by then (an orphaned key is unknown by then, and KEY_TRANSITIONS refuses any
+other outcome over it). A process that dies with an outcome kept leaves the key in flight, which reads
+``unknown`` once its lock lapses. A pooled connection idle for more than a second is checked
 (one round trip) before use, so a restarted server costs no failed call, and one in steady use is not. A claim
 whose commit reply was lost is refused to its caller and reads ``unknown`` later: nothing was sent, but the
 gateway cannot know that.
@@ -179,6 +182,7 @@ class PostgresStore:
         self._opening = anyio.Lock()
         self._purged_at = 0.0
         self._locks = LeasedLocks(_Leases(self), self.lease, "postgres-store")
+        self._claimed: dict[tuple[str, str], str] = {}
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Conn]:
@@ -288,10 +292,12 @@ class PostgresStore:
         claim, existing = await self._transaction(steps)
         if existing is not None:
             return Claim(claimed=False, existing=await self._unless_orphaned(existing))
+        if claim.claimed:
+            self._claimed[(record.caller, record.key)] = token
         return claim
 
     async def release(self, record: KeyRecord) -> None:
-        token = self._locks.token(record.target)
+        token = self._owner(record)
 
         async def steps(conn: Conn) -> None:
             found = await (await conn.execute(RECORD + " FOR UPDATE", [record.caller, record.key])).fetchone()
@@ -304,9 +310,10 @@ class PostgresStore:
             )
 
         await self._transaction(steps)
+        self._claimed.pop((record.caller, record.key), None)
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
-        token = self._locks.token(record.target)
+        token = self._owner(record)
 
         async def steps(conn: Conn) -> AuditEntry | None:
             found = await (await conn.execute(RECORD + " FOR UPDATE", [record.caller, record.key])).fetchone()
@@ -333,7 +340,16 @@ class PostgresStore:
             await conn.execute("DELETE FROM plans WHERE plan_id = %s", [record.plan_id])
             return stored
 
-        return await self._transaction(steps)
+        stored = await self._transaction(steps)
+        self._claimed.pop((record.caller, record.key), None)
+        return stored
+
+    def _owner(self, record: KeyRecord) -> str:
+        """The token this process claimed the key with (kept until its release or settle, so that an outcome the
+        store could not take at once is stored later, by the retry, as its own: gateway.write.outcome), else the
+        token of the lock this task holds. A key another replica found orphaned is unknown by then, and the
+        key's state machine refuses any other outcome over it."""
+        return self._claimed.get((record.caller, record.key)) or self._locks.token(record.target)
 
     async def consume_plan(self, plan_id: str) -> bool:
         return await self._count("DELETE FROM plans WHERE plan_id = %s AND in_use_by IS NULL", [plan_id]) == 1

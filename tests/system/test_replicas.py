@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 from gateway.crashpoints import ENV_VAR, POINTS
 from gateway.stores import open_store
 from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
+from tests.support.approvals import TOKENS, approvals_section, url_mode
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml
 from tests.support.processes import free_port, http_backend, process, until, wait_for_port
@@ -69,10 +71,12 @@ async def replicas(
     count: int = 1,
     crash_first_at: str | None = None,
     call_timeout: float = 20,
+    change: Callable[[dict[str, Any], int], None] | None = None,
 ) -> AsyncIterator[list[Replica]]:
     """``count`` `serve` processes per GATEWAY_SECRET_KEY ring in ``rings``, started together, stopped after.
 
-    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints).
+    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints);
+    ``change`` edits each replica's config data, given its port.
     """
     started: list[Replica] = []
     try:
@@ -90,11 +94,13 @@ async def replicas(
                     "call_timeout_seconds": call_timeout,
                 },
             )
+            port = free_port()
+            if change is not None:
+                change(data, port)
             config = write_toml(_without_none(data), directory / "gateway.toml")
             env = {**os.environ, "GATEWAY_SECRET_KEY": ring}
             if n == 0 and crash_first_at is not None:
                 env[ENV_VAR] = crash_first_at
-            port = free_port()
             args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
             with (directory / "stderr.log").open("wb") as log:
                 child = subprocess.Popen(args, env=env, stderr=log)  # noqa: ASYNC220 - a quick fork
@@ -141,8 +147,9 @@ class Balancer(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def sticky(port: int, answers: Answers | None = None) -> Client:
-    """A 2025-era client whose stateful session (Mcp-Session-Id, SSE) stays on one replica."""
+def sticky(port: int, answers: Any = None) -> Client:
+    """A 2025-era client whose stateful session (Mcp-Session-Id, SSE) stays on one replica; ``answers`` is its
+    elicitation callback (an Answers, or any callback)."""
     url = f"http://127.0.0.1:{port}/mcp"
     return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
 
@@ -438,6 +445,45 @@ async def test_a_confirmation_answer_used_on_one_replica_cannot_be_replayed_on_a
     assert error_code(declined) == "not_confirmed"
     assert replayed.json()["result"]["resultType"] == "input_required"  # asked again: the nonce was used
     assert PROFILE.write_count(db) == 0
+
+
+async def test_an_approval_given_on_one_replica_reaches_the_write_waiting_on_another_within_a_second(
+    tmp_path: Path, db: Path, shared_store: str
+) -> None:
+    def url_mode_with_approvers(data: dict[str, Any], port: int) -> None:
+        url_mode(PROFILE.write_tool, timeout=60)(data["tools"])
+        data["approvals"] = approvals_section(f"http://127.0.0.1:{port}")
+
+    backend = free_port()
+    decided: list[float] = []
+    async with (
+        http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 2, change=url_mode_with_approvers) as group,
+        anyio.create_task_group() as background,
+    ):
+        waiting_on, page_on = (replica.port for replica in group)
+
+        async def bob_approves_on_the_other_replica(approval_id: str) -> None:
+            await anyio.sleep(1.0)  # the write is waiting on its replica by now
+            headers = {"Authorization": f"Bearer {TOKENS['bob']}"}
+            async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{page_on}", headers=headers) as http:
+                answer = await http.post(f"/approvals/api/{approval_id}", json={"decision": "approve"})
+            assert answer.status_code == 200, answer.text
+            decided.append(time.monotonic())
+
+        async def opens_the_link(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            assert isinstance(params, types.ElicitRequestURLParams)
+            background.start_soon(bob_approves_on_the_other_replica, params.url.rstrip("/").rsplit("/", 1)[1])
+            return types.ElicitResult(action="accept")
+
+        async with sticky(waiting_on, opens_the_link) as client:
+            args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
+            with anyio.fail_after(60):
+                applied = result_body(await client.call_tool(PROFILE.write_tool, args))
+            answered = time.monotonic()
+    assert applied["replayed"] is False
+    assert PROFILE.write_count(db) == 1
+    assert len(decided) == 1 and answered - decided[0] < 1.5  # the waiting replica polls the store twice a second
 
 
 async def test_a_redis_outage_refuses_before_anything_is_sent_and_keys_survive_a_redis_restart(
