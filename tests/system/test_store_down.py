@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 DOWN = {
     "redis": "redis://127.0.0.1:{port}/0?socket_connect_timeout=1",
-    "postgres": "postgresql://postgres@127.0.0.1:{port}/postgres?timeout=2",
+    "postgres": "postgresql://postgres@127.0.0.1:{port}/postgres?timeout=1",
 }
 
 
