@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,14 +83,6 @@ class PostgresServer:
         """The postmaster's process id."""
         return int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
 
-    def kill(self) -> None:
-        """SIGKILL the postmaster, as a crash would (its children end once they notice)."""
-        pid = self.postmaster()
-        os.kill(pid, 9)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.02)
-
 
 @contextmanager
 def postgres_process(port: int, *, fsync: bool = True) -> Iterator[PostgresServer]:
@@ -134,14 +125,6 @@ def _as_owner(command: list[str], check: bool = True) -> subprocess.CompletedPro
 
 def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _parent(stat: Path) -> int | None:
