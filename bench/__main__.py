@@ -3,7 +3,9 @@
 Sections (``--only`` picks some): ``read`` (gateway vs direct vs mcp-proxy at 1/8/32 clients), ``own`` (the
 gateway's in-process cost per call), ``write`` (preview + confirmed reset per store), ``mixed`` (read latency
 while 8 callers write), ``scale`` (10 / 10,000 / 100,000 tenants), ``memory`` (RSS with 100,000 live plans and
-records). Everything is bounded in time and count and every process started here is stopped on exit. Results:
+records), ``stores`` (SQLite vs Redis vs PostgreSQL: confirmed writes per second at 1 and 8 callers, read p99
+under 8 writers, and 100,000 live plans in PostgreSQL with its footprint; ``--only stores`` runs it alone).
+Everything is bounded in time and count and every process started here is stopped on exit. Results:
 ``OUT/results.json`` and ``OUT/results.png``.
 """
 
@@ -25,8 +27,48 @@ from typing import Any
 
 from bench import inprocess, mixed, procs, readpath, report, scale, writepath
 
-SECTIONS = ["read", "own", "write", "mixed", "scale", "memory"]
+SECTIONS = ["read", "own", "write", "mixed", "scale", "memory", "stores"]
 TOOLS_PYTHON = procs.ROOT / "bench" / ".venv-tools" / "bin" / "python"
+
+
+def stores(work: Path, *, quick: bool, rounds: int, log: Any) -> dict[str, Any]:
+    """SQLite, Redis and PostgreSQL in one run: confirmed writes per second at 1 and 8 callers, read latency under
+    8 writers, and (PostgreSQL) the footprint of 100,000 live plans and key records."""
+    shared = ("sqlite", "redis", "postgres")
+    log("stores side by side: preview + confirmed reset at 1 and 8 callers (2026-07-28):")
+    found: dict[str, Any] = {
+        "write": writepath.run(
+            work,
+            concurrency=[1, 8],
+            eras=["2026-07-28"],
+            seconds=2.0 if quick else 6.0,
+            max_ops=5_000,
+            log=log,
+            stores=shared,
+        )
+    }
+    log(f"stores side by side: read latency while {mixed.WRITERS} callers run confirmed writes:")
+    found["mixed"] = mixed.run(work, rounds=rounds, seconds=2.0 if quick else 5.0, log=log, stores=shared)
+    if procs.store_available("postgres") is None:
+        count = 10_000 if quick else 100_000
+        log(f"PostgreSQL with {count:,} live plans and {count:,} key records (store API, fresh process):")
+        with procs.postgres_server() as url:
+            found["postgres_plans"] = filled(url, count, timeout=1800)
+        log(f"  {found['postgres_plans']}")
+    return found
+
+
+def filled(url: str, count: int, *, timeout: float) -> dict[str, Any]:
+    """bench.memory's figures for a store filled with ``count`` live plans and key records, in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.memory", url, str(count)],
+        cwd=procs.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return dict(json.loads(done.stdout))
 
 
 def machine() -> dict[str, Any]:
@@ -152,16 +194,10 @@ def main(argv: list[str] | None = None) -> int:
             count = 10_000 if quick else 100_000
             for store in ("memory", "sqlite"):
                 url = "memory" if store == "memory" else f"sqlite:{work}/memory-store.db"
-                done = subprocess.run(
-                    [sys.executable, "-m", "bench.memory", url, str(count)],
-                    cwd=procs.ROOT,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    check=True,
-                )
-                results["memory"][store] = json.loads(done.stdout)
+                results["memory"][store] = filled(url, count, timeout=600)
                 log(f"  {store}: {results['memory'][store]}")
+        if "stores" in only:
+            results["stores"] = stores(work, quick=quick, rounds=rounds, log=log)
     finally:
         results["seconds"] = round(time.perf_counter() - started, 1)
         shutil.rmtree(work, ignore_errors=True)

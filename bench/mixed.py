@@ -8,7 +8,8 @@ and round, the stores alternating, so that a noisy neighbour hits each alike: *i
 ``reset_tenant``) and *writes alone* (the 8 writers without the reader). The writers run in a child process
 (``python -m bench.mixed writers URL N S``) so that their SDK clients' CPU is not billed to the reader's
 latencies; each writer resets its own tenants, so no two race for a lock. Writes use the 2026-07-28 era (an
-``InputRequiredResult`` round, then the retry that applies).
+``InputRequiredResult`` round, then the retry that applies). ``run(stores=...)`` measures other stores the same
+way, each on a server of its own: the bench's ``stores`` section runs SQLite, Redis and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -39,16 +40,17 @@ TENANTS = WRITERS * 16
 STORES = ("sqlite", "memory")
 
 
-def run(work: Path, *, rounds: int, seconds: float, log: Any) -> dict[str, Any]:
+def run(work: Path, *, rounds: int, seconds: float, log: Any, stores: tuple[str, ...] = STORES) -> dict[str, Any]:
     """Per store: read latency idle and under write load, and writes per second with and without the reader.
-    SQLite is the one measured; memory, the same load with no store I/O at all, is the floor the machine allows.
-    The two gateways run side by side and their windows alternate in every round."""
+    By default SQLite is the one measured; memory, the same load with no store I/O at all, is the floor the
+    machine allows. The gateways run side by side and their windows alternate (the order reversed every round)."""
     read = partial(_call, name=PAGE_CALL[0], arguments=PAGE_CALL[1])
-    totals = {store: _Totals() for store in STORES}
+    stores = tuple(store for store in stores if procs.store_available(store) is None)
+    totals = {store: _Totals() for store in stores}
     with ExitStack() as stack:
-        servers = {store: stack.enter_context(_gateway(work, store)) for store in STORES}
+        servers = {store: stack.enter_context(_gateway(work, store, stack)) for store in stores}
         for round_number in range(rounds):
-            for store in STORES if round_number % 2 == 0 else reversed(STORES):
+            for store in stores if round_number % 2 == 0 else reversed(stores):
                 url, total = servers[store].url, totals[store]
                 total.idle.add(anyio.run(_reads, url, read, seconds))
                 with _WriterRun(url, seconds) as writer:
@@ -58,7 +60,7 @@ def run(work: Path, *, rounds: int, seconds: float, log: Any) -> dict[str, Any]:
                     pass
                 total.count("alone", writer)
             log(f"  round {round_number + 1}/{rounds} done")
-    results = {store: totals[store].summary() for store in STORES}
+    results = {store: totals[store].summary() for store in stores}
     for store, result in results.items():
         log(
             f"  {store}: read p99 idle {result['idle_read']['p99_ms']} ms, under {WRITERS} writers "
@@ -69,14 +71,15 @@ def run(work: Path, *, rounds: int, seconds: float, log: Any) -> dict[str, Any]:
     return results
 
 
-def _gateway(work: Path, store: str) -> Any:
-    """A gateway on its own backend database with ``store``, no rate limit (one caller runs 8 writers)."""
+def _gateway(work: Path, store: str, stack: ExitStack) -> Any:
+    """A gateway on its own backend database with ``store`` (its server, if any, stopped by ``stack``), no rate
+    limit (one caller runs 8 writers)."""
     db = work / f"mixed-{store}.db"
     procs.seed_database(db, tenants=TENANTS)
     config = procs.gateway_config(  # its per-caller rate limit is unlimited (tests/support/configs.py)
         work / f"mixed-{store}.toml",
         db,
-        store=f"sqlite:{work}/mixed-store.db" if store == "sqlite" else "memory",
+        store=procs.store_url(store, work, stack, f"mixed-{store}"),
         tenants=TENANTS,
         state_dir=work / "state",
     )

@@ -7,9 +7,10 @@ and terminated on exit, so a bench run never leaves anything behind, even when i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +155,47 @@ def gateway(
     args = [PYTHON, *program, "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
     with started(name, args, port, logs, env) as server:
         yield server
+
+
+@contextmanager
+def postgres_server(**params: str) -> Iterator[str]:
+    """A throwaway PostgreSQL server on loopback (fsync on, as in production) with a migrated schema; yields the
+    store URL, with ``params`` added to it."""
+    import anyio
+
+    from gateway.stores.postgres_schema import migrate
+    from tests.support.postgres import fresh_schema, postgres_process
+
+    with postgres_process(free_port()) as server:
+        url = fresh_schema(server.url, **params)
+        anyio.run(migrate, url)
+        yield url
+
+
+STORES = ("memory", "sqlite", "redis", "postgres")
+
+
+def store_available(name: str) -> str | None:
+    """Why a store cannot be measured on this machine (its server is not installed), or None."""
+    from tests.support.postgres import server_bin
+
+    if name == "redis" and not shutil.which("redis-server"):
+        return "no redis-server binary"
+    if name == "postgres" and server_bin() is None:
+        return "no PostgreSQL server binaries"
+    return None
+
+
+def store_url(name: str, work: Path, stack: ExitStack, tag: str) -> str:
+    """A store to measure by name: ``memory``, ``sqlite`` (a file named by ``tag`` in ``work``), or a fresh
+    ``redis`` or ``postgres`` server that ``stack`` stops."""
+    if name == "sqlite":
+        return f"sqlite:{work}/{tag}-store.db"
+    if name == "redis":
+        return f"redis://{HOST}:{stack.enter_context(redis_server(work / tag))}/0"
+    if name == "postgres":
+        return stack.enter_context(postgres_server())
+    return name
 
 
 @contextmanager

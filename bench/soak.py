@@ -1,13 +1,15 @@
 """Fault-injection soak: many callers reset tenants through real gateways while the backend and the gateways fail.
 
     .venv/bin/python -m bench.soak [--seconds 30] [--max-calls 3000] [--workers 6] [--replicas 1]
-                                   [--store sqlite|memory|redis://HOST:PORT/0]
+                                   [--store sqlite|memory|redis://HOST:PORT/0|postgres|postgresql://...]
 
 Everything runs on loopback and stops by itself (time and call bounds). The legacy backend runs over HTTP with
 fault switches armed (latency, fail-before-write, commit-then-drop, malformed-after-write); when it dies it is
 restarted on the same database. Once per run a gateway replica is SIGKILLed mid-write and restarted on the same
-store. Each worker owns its tenants, so the writes each key caused can be counted exactly from the backend's
-own write_log:
+store. With ``--store postgres`` the soak starts a PostgreSQL server of its own (tests/support/postgres.py), and
+restarts it once mid-run too (an immediate stop, as a crash): ``--replicas 3 --store postgres`` is three
+replicas on one database across a database restart and a replica killed mid-write. Each worker owns its
+tenants, so the writes each key caused can be counted exactly from the backend's own write_log:
 
     expected  = keys answered as applied + keys answered outcome_unknown whose tenant did move
     duplicates = writes beyond expected, losses = expected writes that never reached the backend
@@ -18,6 +20,7 @@ The run fails (exit 1) unless both are zero.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sqlite3
@@ -36,8 +39,11 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.stores.postgres_schema import migrate
+from gateway.stores.postgres_url import is_postgres
 from tests.support.clients import accept
 from tests.support.configs import config_data, write_toml
+from tests.support.postgres import PostgresServer, fresh_schema, postgres_process
 from tests.support.processes import HOST, Proc, backend_args, free_port, serve_args
 from tests.support.profiles import TENANTS
 
@@ -53,6 +59,7 @@ class Tally:
     applied: Counter[str] = field(default_factory=Counter)
     unknown: Counter[str] = field(default_factory=Counter)
     bad_replays: int = 0
+    store_restarts: int = 0
 
 
 def gateway_config(tmp: Path, backend_port: int, store: str) -> Path:
@@ -134,7 +141,27 @@ async def crash_once(gateway: Proc, at: float) -> None:
     await anyio.to_thread.run_sync(gateway.start)
 
 
+async def restart_store_once(server: PostgresServer, at: float, tally: Tally) -> None:
+    """Stop the database as a crash would, mid-run, and start it again a second later."""
+    await anyio.sleep(max(0.0, at - time.monotonic()))
+    await anyio.to_thread.run_sync(server.stop, "immediate")
+    await anyio.sleep(1.0)
+    await anyio.to_thread.run_sync(server.start)
+    tally.store_restarts += 1
+
+
 async def run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        server = None
+        if args.store == "postgres":
+            server = stack.enter_context(postgres_process(free_port()))
+            args.store = fresh_schema(server.url, timeout="2")
+        if is_postgres(args.store):
+            await migrate(args.store)
+        return await soak(args, server)
+
+
+async def soak(args: argparse.Namespace, server: PostgresServer | None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="gateway-soak-"))
     db, backend_port = tmp / "backend.db", free_port()
     seed = ("--seed-tenants", str(args.workers * 2))
@@ -161,6 +188,8 @@ async def run(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as background:
             background.start_soon(supervise, backend, deadline + 60)
             background.start_soon(crash_once, gateways[-1], running + args.seconds * 0.4)
+            if server is not None:
+                background.start_soon(restart_store_once, server, running + args.seconds * 0.6, tally)
             async with anyio.create_task_group() as workers:
                 for number in range(args.workers):
                     own = tenants[number :: args.workers]
@@ -182,7 +211,12 @@ async def run(args: argparse.Namespace) -> int:
         "store": args.store,
         "calls made": tally.calls,
         "outcomes": dict(tally.outcomes),
-        "faults injected": {**fires, "gateway SIGKILL": 1, "backend restarts": backend.starts - 1},
+        "faults injected": {
+            **fires,
+            "gateway SIGKILL": 1,
+            "backend restarts": backend.starts - 1,
+            **({"store restarts": tally.store_restarts} if server is not None else {}),
+        },
         "writes applied (backend write_log)": sum(actual.values()),
         "writes expected": f"{applied} confirmed + up to {unknown} with outcome_unknown",
         "duplicates": duplicates,
@@ -201,12 +235,16 @@ def main() -> int:
     parser.add_argument("--max-calls", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=6)
     parser.add_argument("--replicas", type=int, default=1)
-    parser.add_argument("--store", default="sqlite", help="sqlite, memory, or redis://HOST:PORT/DB")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite, memory, redis://HOST:PORT/DB, postgres (a server of its own, restarted once), or postgresql://...",
+    )
     args = parser.parse_args()
     # Clients whose gateway was killed under them log tracebacks; the report below is what this run says.
     logging.basicConfig(level=logging.CRITICAL)
-    if args.replicas > 1 and not args.store.startswith("redis://"):
-        parser.error("several replicas need a shared store: --store redis://HOST:PORT/0")
+    if args.replicas > 1 and not args.store.startswith(("redis://", "postgres")):
+        parser.error("several replicas need a shared store: --store redis://HOST:PORT/0 or postgres")
     return anyio.run(run, args)
 
 

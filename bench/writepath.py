@@ -8,9 +8,7 @@ no rows, fixture ``empty``), so the backend's work per write stays small and no 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -77,30 +75,27 @@ def open_writer(era: str, writers: list[Writer], per_client: int) -> Any:
     return opened
 
 
-def stores(work: Path, log: Any) -> dict[str, str]:
-    """The stores to measure: memory, sqlite, and redis when both its store and a redis-server exist."""
-    found = {"memory": "memory", "sqlite": f"sqlite:{work}/write-store.db"}
-    has_module = importlib.util.find_spec("gateway.stores.redis") is not None
-    if has_module and shutil.which("redis-server"):
-        found["redis"] = "redis://"
-    else:
-        why = "gateway/stores/redis.py does not exist" if not has_module else "no redis-server binary"
-        log(f"  redis skipped: {why}")
-    return found
-
-
 def run(
-    work: Path, *, concurrency: list[int], eras: list[str], seconds: float, max_ops: int, log: Any
+    work: Path,
+    *,
+    concurrency: list[int],
+    eras: list[str],
+    seconds: float,
+    max_ops: int,
+    log: Any,
+    stores: tuple[str, ...] = ("memory", "sqlite", "redis"),
 ) -> dict[str, Any]:
-    """Operations per second and latency for every store, era and concurrency."""
+    """Operations per second and latency for every store (those whose server is installed), era and concurrency."""
     results: dict[str, Any] = {}
-    for store_name, store_url in stores(work, log).items():
+    for store_name in stores:
+        missing = procs.store_available(store_name)
+        if missing is not None:
+            log(f"  {store_name} skipped: {missing}")
+            continue
         db = work / f"write-{store_name}.db"
         procs.seed_database(db, tenants=TENANTS)
         with ExitStack() as stack:
-            if store_name == "redis":
-                port = stack.enter_context(procs.redis_server(work))
-                store_url = f"redis://{procs.HOST}:{port}/0"
+            store_url = procs.store_url(store_name, work, stack, f"write-{store_name}")
             config = procs.gateway_config(
                 work / f"write-{store_name}.toml", db, store=store_url, tenants=TENANTS, state_dir=work / "state"
             )
@@ -133,7 +128,7 @@ def run(
                     summary["reset_median_ms"] = resets.summary()["median_ms"]
                     results[store_name][f"{era} x{clients}"] = summary
                     log(
-                        f"  {store_name:>6} {era} x{clients}: {summary['ops_per_s']} ops/s, op median "
+                        f"  {store_name:>8} {era} x{clients}: {summary['ops_per_s']} ops/s, op median "
                         f"{summary['median_ms']}ms p99 {summary['p99_ms']}ms (preview {summary['preview_median_ms']}"
                         f"ms, confirmed reset {summary['reset_median_ms']}ms), errors {summary['errors']}"
                     )

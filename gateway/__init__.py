@@ -9,7 +9,7 @@ The rooms, from the edges down; each imports only rooms below it (tests/unit/tes
     runtime         one running gateway's parts (config, backends, store, keys, clock, catalog)
     write/          the destructive-write pipeline: steps (pure), planned, outcome, ask/
     approvals/      an approval's lifecycle, the approval rules (CEL), notices to approvers
-    stores/         plans, keys, locks, nonces, buckets, approvals, the audit log: memory, SQLite, Redis
+    stores/         plans, keys, locks, nonces, buckets, approvals, the audit log: memory, SQLite, Redis, PostgreSQL
     audit/          the audit trail: the keyed chain, entries kept, shown and streamed
     backend/        the legacy server as the gateway sees it: one interface, an MCP client, capped transports
     catalog/        the published tools built from config: schemas, annotations, argument checks

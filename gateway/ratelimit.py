@@ -1,7 +1,7 @@
 """Rate limits: a token bucket per caller (all tools together, and opening HTTP sessions) and per caller and tool.
 
-Buckets live in the store, so replicas sharing Redis share them; the memory and SQLite stores keep them in the
-one gateway process they serve.
+Buckets live in the store, so replicas sharing Redis or PostgreSQL share them; the memory and SQLite stores keep
+them in the one gateway process they serve.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support.clients import ERAS
+from tests.support.postgres import POSTGRES_MISSING, PostgresServer, fresh_schema, postgres_process, server_bin
 from tests.support.processes import free_port
 from tests.support.profiles import PROFILES, Profile
 from tests.support.redis import REDIS_MISSING, redis_process
@@ -63,3 +64,22 @@ def redis_url(redis_server: str) -> str:
     with redis.Redis.from_url(redis_server) as client:
         client.flushall()
     return redis_server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the test session (run as an unprivileged user; fsync off)."""
+    if server_bin() is None:
+        pytest.skip(POSTGRES_MISSING)
+    with postgres_process(free_port(), fsync=False) as server:
+        yield server
+
+
+@pytest.fixture
+async def postgres_url(postgres_server: PostgresServer) -> str:
+    """A store URL on the session's server naming a schema of this test's own, migrated."""
+    from gateway.stores.postgres_schema import migrate
+
+    url = fresh_schema(postgres_server.url)
+    await migrate(url)
+    return url

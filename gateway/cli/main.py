@@ -1,9 +1,9 @@
 """``mcp-safety-gateway``: serve the gateway over HTTP or stdio, check a config, call a tool, read the audit,
-inspect a server and draft its config.
+inspect a server and draft its config, migrate a PostgreSQL store.
 
 Only ``serve`` changes the gateway's state at start (start-up recovery of keys a crash left in flight);
-``check``, ``audit``, ``call`` and ``inspect`` never do. Each subcommand imports what it needs when it runs,
-so ``--help`` stays quick.
+``check``, ``audit``, ``call`` and ``inspect`` never do, and ``migrate`` changes only the store's schema. Each
+subcommand imports what it needs when it runs, so ``--help`` stays quick.
 """
 
 from __future__ import annotations
@@ -108,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
     for sub in (listing, verify, head, trim):
         sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
+    migrate = commands.add_parser(
+        "migrate", help="create or upgrade a PostgreSQL store's tables (idempotent; other stores need nothing)"
+    )
+    migrate.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     inspecting = commands.add_parser(
         "inspect", help="read any MCP server's tools (initialize and tools/list only), report, and draft a config"
     )
@@ -205,11 +209,19 @@ def run(args: argparse.Namespace) -> int:
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
+    from gateway.cli import migrate
+
+    if args.command == "migrate":
+        return anyio.run(migrate.run, config)
     if args.command in ("check", "serve"):
         refusal = lease_refusal(config)
         if refusal is not None:
             print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
             return 2
+    refusal = anyio.run(migrate.schema_refusal, config)  # serve, check, audit: the store's schema is this gateway's
+    if refusal is not None:
+        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
+        return 2
     if args.command == "check":
         logs.configure("error", "text")
         return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions)
@@ -329,9 +341,9 @@ def page_listen(config: GatewayConfig) -> str | None:
 
 
 def lease_refusal(config: GatewayConfig) -> str | None:
-    """Why a Redis store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
+    """Why a shared store's lock lease is too short for the longest write timeout (any backend's, any tool's), or
     None."""
-    from gateway.stores.redis_url import lease_refusal
+    from gateway.stores.leases import lease_refusal
 
     timeouts = {}
     for name, section in config.backend_sections().items():

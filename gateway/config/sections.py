@@ -30,6 +30,16 @@ class GatewaySection(Model):
         """The state directory (absolute once the config is loaded)."""
         return Path(self.state_dir or "var")
 
+    @field_validator("store")
+    @classmethod
+    def _no_password_in_the_file(cls, store: str) -> str:
+        from gateway.stores.postgres_url import credentials_refusal, is_postgres
+
+        refusal = credentials_refusal(store) if is_postgres(store) else None
+        if refusal is not None:
+            raise ValueError(refusal)
+        return store
+
 
 class LoggingSection(Model):
     level: Literal["debug", "info", "warning", "error"] = "info"

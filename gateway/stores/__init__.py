@@ -1,7 +1,7 @@
 """State the write path keeps between calls: plans, idempotency records, nonces, locks, rate buckets, audit.
 
-``open_store(url, keys)`` picks the implementation: ``memory``, ``sqlite:PATH``, or ``redis://…`` /
-``redis+sentinel://…`` (shared by replicas); ``keys`` seal its audit chain (gateway.audit.chain).
+``open_store(url, keys)`` picks the implementation: ``memory``, ``sqlite:PATH``, or, shared by replicas,
+``redis://…`` / ``redis+sentinel://…`` or ``postgresql://…``; ``keys`` seal its audit chain (gateway.audit.chain).
 Each is imported only when configured, so importing the interface loads no database driver. The interface is
 one small protocol per role (gateway/stores/base.py: plans, key records, nonces, locks, counters, audit log,
 approvals, approver sessions); ``Store`` is all of them.
@@ -32,7 +32,11 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
         from gateway.stores.redis import RedisStore
 
         return RedisStore(url, keys)
+    if url.startswith(("postgresql://", "postgres://")):
+        from gateway.stores.postgres import PostgresStore
+
+        return PostgresStore(url, keys)
     raise ValueError(
         f"gateway.store: unsupported store URL {url!r} "
-        "(use 'memory', 'sqlite:PATH', 'redis://…' or 'redis+sentinel://…')"
+        "(use 'memory', 'sqlite:PATH', 'redis://…', 'redis+sentinel://…' or 'postgresql://…')"
     )

@@ -1,4 +1,4 @@
-"""The store interface: what every store (memory, SQLite, Redis) keeps and how, as one contract, by role.
+"""The store interface: what every store (memory, SQLite, Redis, PostgreSQL) keeps and how, as one contract, by role.
 
     Plans       previewed writes and their tombstones        put_plan, get_plan, consume_plan
     KeyRecords  idempotency keys, claimed and settled        get_record, claim, release, settle, recover_in_flight

@@ -38,8 +38,9 @@ event leave, which they are passed (``absent``: no record); anything else leaves
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
 random part. Waiters poll with a short backoff. A background task renews the lease every third of it while the
-body runs; unlock deletes the key only if the token is still the holder's. The token is remembered for the
-task (a context variable); a token that is no longer the lock's value is a stale fence, and:
+body runs; unlock deletes the key only if the token is still the holder's (the loop around these scripts is
+gateway/stores/leases.py, shared with PostgreSQL). The token is remembered for the task (a context variable); a
+token that is no longer the lock's value is a stale fence, and:
 
 - ``claim`` refuses unless the lock is still held with that token. A holder that stalled past its lease (and
   so may have been overtaken by another replica) gets ``request_in_progress`` and writes nothing.
@@ -81,13 +82,11 @@ import dataclasses
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
-import anyio
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
@@ -113,7 +112,7 @@ from gateway.records import (
 )
 from gateway.stores import codec
 from gateway.stores.base import StoreUnavailable, key_leaves
-from gateway.stores.locks import KeyedLocks
+from gateway.stores.leases import LeasedLocks
 from gateway.stores.redis_url import parse_url
 
 log = logging.getLogger(__name__)
@@ -322,8 +321,7 @@ class RedisStore:
                 ("create_task", CREATE_TASK),
             ]
         }
-        self._local = KeyedLocks()
-        self._held: ContextVar[Mapping[str, str] | None] = ContextVar(f"redis-store-locks-{id(self)}", default=None)
+        self._locks = LeasedLocks(_Leases(self), self.lease, "redis-store")
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         key = self._plan_key(plan.plan_id)
@@ -353,7 +351,7 @@ class RedisStore:
             self._plan_key(record.plan_id),
             self._lock_key(record.target),
         ]
-        owner = self._token(record.target)
+        owner = self._locks.token(record.target)
         args = [codec.dump(record), repr(now), str(max(1, int(retention * 1000))), owner, record.key, _leaves("claim")]
         answer, acknowledged = await self._claim_replicated(keys, args)
         if answer[0] == "claimed" and acknowledged < self.config.min_replicas:
@@ -383,7 +381,7 @@ class RedisStore:
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        await self._script("release", keys, [self._token(record.target), record.key, _leaves("release")])
+        await self._script("release", keys, [self._locks.token(record.target), record.key, _leaves("release")])
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
@@ -391,7 +389,7 @@ class RedisStore:
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         try:
-            args = [record.state, codec.dump(record), self._token(record.target), _leaves(record.state)]
+            args = [record.state, codec.dump(record), self._locks.token(record.target), _leaves(record.state)]
             settled = await self._script("settle", keys, args)
         except StoreUnavailable:
             if stored is None:
@@ -436,7 +434,7 @@ class RedisStore:
         return recovered
 
     def lock(self, target: str) -> AbstractAsyncContextManager[None]:
-        return self._hold(target)
+        return self._locks.hold(target)
 
     async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
         key = self.prefix + "bucket:" + quote(bucket, safe="")
@@ -612,53 +610,6 @@ class RedisStore:
         for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
             await sentinel.aclose()
 
-    @asynccontextmanager
-    async def _hold(self, target: str) -> AsyncIterator[None]:
-        # Waiters in this process queue locally, so only one of them polls Redis for the target.
-        async with self._local.hold(target):
-            token = await self._acquire(target)
-            try:
-                held = self._held.set({**(self._held.get() or {}), target: token})
-                try:
-                    async with _beside(self._renew, target, token):
-                        yield
-                finally:
-                    self._held.reset(held)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._unlock(target, token)
-
-    async def _acquire(self, target: str) -> str:
-        keys = [self._lock_key(target), self.prefix + "fence:" + quote(target, safe="")]
-        args = [secrets.token_hex(12), str(self._lease_ms)]
-        delay = 0.005
-        while True:
-            # Shielded: a caller that hangs up must not leave behind a lock it took but never learnt about.
-            with anyio.CancelScope(shield=True):
-                token = await self._script("acquire", keys, args)
-            if token:
-                return str(token)
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.1)
-
-    async def _renew(self, target: str, token: str) -> None:
-        while True:
-            await anyio.sleep(self.lease / 3)
-            try:
-                renewed = await self._script("renew", [self._lock_key(target)], [token, str(self._lease_ms)])
-            except Exception as exc:  # never let a renewal error cancel the write it protects
-                log.warning("cannot renew the lock on %s: %s", target, exc)
-                continue
-            if not renewed:
-                log.error("lost the lock on %s: its lease lapsed; claim and settle under it will be refused", target)
-                return
-
-    async def _unlock(self, target: str, token: str) -> None:
-        try:
-            await self._script("unlock", [self._lock_key(target)], [token])
-        except StoreUnavailable:
-            log.warning("cannot release the lock on %s; it lapses with its lease", target)
-
     async def _unless_orphaned(self, fields: list[Any]) -> KeyRecord | None:
         """A record from [body, state, owner]; an in-flight one whose owner lost its lock is settled unknown."""
         record, owner = _record(fields), fields[2]
@@ -670,13 +621,6 @@ class RedisStore:
             self._lock_key(record.target),
         ]
         return _record(await self._script("orphan", keys, [owner, _leaves("unknown")]))
-
-    def _token(self, target: str) -> str:
-        return (self._held.get() or {}).get(target, "")
-
-    @property
-    def _lease_ms(self) -> int:
-        return max(1, int(self.lease * 1000))
 
     def _plan_key(self, plan_id: str) -> str:
         return self.prefix + "plan:" + plan_id
@@ -726,20 +670,22 @@ class RedisStore:
             raise StoreUnavailable(f"the Redis store cannot be reached ({type(exc).__name__})") from exc
 
 
-@asynccontextmanager
-async def _beside(task: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> AsyncIterator[None]:
-    """Run a background task while the body runs; the body's exception comes out as itself, not in a group."""
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(task, *args)
-            try:
-                yield
-            finally:
-                tasks.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
+class _Leases:
+    """The lock's atomic steps as scripts (gateway.stores.leases.LeaseSteps)."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
+
+    async def acquire(self, target: str, nonce: str, lease_ms: int) -> str | None:
+        fence = self._store.prefix + "fence:" + quote(target, safe="")
+        token = await self._store._script("acquire", [self._store._lock_key(target), fence], [nonce, str(lease_ms)])
+        return str(token) if token else None
+
+    async def renew(self, target: str, token: str, lease_ms: int) -> bool:
+        return bool(await self._store._script("renew", [self._store._lock_key(target)], [token, str(lease_ms)]))
+
+    async def unlock(self, target: str, token: str) -> None:
+        await self._store._script("unlock", [self._store._lock_key(target)], [token])
 
 
 def _socket_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The Redis store's URL: which parameters are ours and which redis-py's, the defaults that make a stalled Redis
-fail fast, and the one check that needs the rest of the config (the lock lease against the write timeouts).
+"""The Redis store's URL: which parameters are ours and which redis-py's, and the defaults that make a stalled
+Redis fail fast (the lock lease's check against the write timeouts is gateway/stores/leases.py's, for every
+shared store).
 
     redis://[[user]:password@]host:6379/0?PARAMS                      one primary (rediss:// TLS, unix:// socket)
     redis+sentinel://[[user]:password@]h1:26379,h2:26379,h3:26379/SERVICE[/DB]?PARAMS
@@ -21,15 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-DEFAULT_LEASE_SECONDS = 60.0
+from gateway.stores.leases import DEFAULT_LEASE_SECONDS, LEASE_MARGIN_SECONDS, lease_refusal
+
 DEFAULT_PREFIX = "gateway:"
 DEFAULT_RETRIES = 2
 DEFAULT_REPLICA_WAIT = 0.5
 DEFAULT_SOCKET_TIMEOUT = "1"
-LEASE_MARGIN_SECONDS = 5.0
-"""How much longer than the longest write timeout a lock lease must be: once the backend call's own timeout has
-passed, time to record its outcome before another replica may take the target."""
 SENTINEL_SCHEME = "redis+sentinel"
+__all__ = ["DEFAULT_LEASE_SECONDS", "LEASE_MARGIN_SECONDS", "RedisUrl", "lease_refusal", "parse_url"]
 OURS = {"lock_lease", "prefix", "retries", "min_replicas", "replica_wait"}
 
 
@@ -98,28 +98,6 @@ def parse_url(url: str) -> RedisUrl:
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password else None,
         options=options,
-    )
-
-
-def lease_refusal(store: str, write_timeouts: dict[str, float]) -> str | None:
-    """Why a Redis store's lock lease is too short for the longest write timeout (a sentence naming the config
-    keys), or None. ``write_timeouts`` maps each config key to its seconds."""
-    if not store.startswith(("redis://", "rediss://", "unix://", SENTINEL_SCHEME + "://")):
-        return None
-    lease = DEFAULT_LEASE_SECONDS
-    for name, value in parse_qsl(urlsplit(store).query):
-        if name == "lock_lease":
-            try:
-                lease = float(value)
-            except ValueError:
-                return "gateway.store: lock_lease must be a number of seconds"
-    key, longest = max(write_timeouts.items(), key=lambda item: item[1])
-    if lease > longest + LEASE_MARGIN_SECONDS:
-        return None
-    return (
-        f"gateway.store: lock_lease={lease:g} must exceed {key} ({longest:g} s) by more than "
-        f"{LEASE_MARGIN_SECONDS:g} s, or a write that outlives its lock lets a second write onto the same target: "
-        f"raise lock_lease above {longest + LEASE_MARGIN_SECONDS:g} or lower {key}"
     )
 
 

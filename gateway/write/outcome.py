@@ -9,7 +9,7 @@ answered from the kept record. The entry goes with the record, so however many t
 it once. Only this process knows them: one that dies with outcomes kept leaves their keys in flight, and start-up
 recovery settles those unknown with an entry of their own, as after any crash. A Redis store settles only a key
 whose lock is still held by its claim, so there a kept outcome's entry is stored by the retry and the key lapses
-to unknown with the lock.
+to unknown with the lock; the PostgreSQL store remembers the claims it made, so there the retry settles the key.
 """
 
 from __future__ import annotations

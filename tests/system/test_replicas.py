@@ -1,4 +1,5 @@
-"""Several real `serve` replicas sharing one real Redis, in front of one real legacy backend over HTTP.
+"""Several real `serve` replicas sharing one real Redis (or PostgreSQL), in front of one real legacy backend over
+HTTP.
 
 A plan previewed on one replica is redeemed on another, a retry on a third replays, concurrent calls spread
 over replicas write once per key and per target, a replica killed mid-write (or crashing at any step) leaves its
@@ -7,7 +8,8 @@ requestState and cursors, also across a key rotation. 2025-era clients keep thei
 replica (a sticky balancer); 2026-era requests are stateless and a transport in the client plays the balancer.
 
 The store is what is under test, so these run on one god-tool profile; the mapping is covered per profile
-elsewhere.
+elsewhere. The tests of what the store shares (plans, keys, locks, nonces, the audit) run on both shared stores
+(``shared_store``); a crash at each step of the write is tested on PostgreSQL in tests/system/test_crash.py.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,8 +37,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from gateway.crashpoints import ENV_VAR, POINTS
-from gateway.stores.redis import RedisStore
+from gateway.stores import open_store
 from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
+from tests.support.approvals import TOKENS, approvals_section, url_mode
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml
 from tests.support.processes import free_port, http_backend, process, until, wait_for_port
@@ -67,10 +71,12 @@ async def replicas(
     count: int = 1,
     crash_first_at: str | None = None,
     call_timeout: float = 20,
+    change: Callable[[dict[str, Any], int], None] | None = None,
 ) -> AsyncIterator[list[Replica]]:
     """``count`` `serve` processes per GATEWAY_SECRET_KEY ring in ``rings``, started together, stopped after.
 
-    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints).
+    ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints);
+    ``change`` edits each replica's config data, given its port.
     """
     started: list[Replica] = []
     try:
@@ -88,11 +94,13 @@ async def replicas(
                     "call_timeout_seconds": call_timeout,
                 },
             )
+            port = free_port()
+            if change is not None:
+                change(data, port)
             config = write_toml(_without_none(data), directory / "gateway.toml")
             env = {**os.environ, "GATEWAY_SECRET_KEY": ring}
             if n == 0 and crash_first_at is not None:
                 env[ENV_VAR] = crash_first_at
-            port = free_port()
             args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
             with (directory / "stderr.log").open("wb") as log:
                 child = subprocess.Popen(args, env=env, stderr=log)  # noqa: ASYNC220 - a quick fork
@@ -139,8 +147,9 @@ class Balancer(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def sticky(port: int, answers: Answers | None = None) -> Client:
-    """A 2025-era client whose stateful session (Mcp-Session-Id, SSE) stays on one replica."""
+def sticky(port: int, answers: Any = None) -> Client:
+    """A 2025-era client whose stateful session (Mcp-Session-Id, SSE) stays on one replica; ``answers`` is its
+    elicitation callback (an Answers, or any callback)."""
     url = f"http://127.0.0.1:{port}/mcp"
     return Client(streamable_http_client(url), mode="legacy", elicitation_callback=answers)
 
@@ -161,14 +170,25 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "backend.db"
 
 
+@pytest.fixture(params=["redis", "postgres"])
+def shared_store(request: pytest.FixtureRequest) -> str:
+    """The URL of an empty shared store: the session's Redis flushed, or a fresh schema on its PostgreSQL."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def with_params(url: str, **params: Any) -> str:
+    """The store URL with query parameters added."""
+    return url + ("&" if "?" in url else "?") + "&".join(f"{name}={value}" for name, value in params.items())
+
+
 def result_body(result: types.CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
     return dict(result.structured_content)
 
 
-async def audit_outcomes(redis_url: str) -> list[str]:
-    store = RedisStore(redis_url)
+async def audit_outcomes(url: str) -> list[str]:
+    store = open_store(url)
     try:
         return [entry.outcome async for entry in store.audit_entries()]
     finally:
@@ -176,12 +196,12 @@ async def audit_outcomes(redis_url: str) -> list[str]:
 
 
 async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_third_replays(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 3) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3) as group,
     ):
         ports = [replica.port for replica in group]
         a, b, c = ports
@@ -209,16 +229,16 @@ async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_t
         assert len(answers.prompts) == 1
         assert len({port for port, method in balancer.sent if method == "tools/call"}) == 3
         assert PROFILE.write_count(db) == 2
-    assert await audit_outcomes(redis_url) == ["applied", "replayed", "applied", "replayed"]
+    assert await audit_outcomes(shared_store) == ["applied", "replayed", "applied", "replayed"]
 
 
 async def test_concurrent_calls_spread_over_replicas_write_once_per_key_and_per_target(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo, "--fault", "latency=300"),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 3) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3) as group,
     ):
         ports = [replica.port for replica in group]
         async with sticky(ports[0]) as client:
@@ -251,12 +271,12 @@ async def test_concurrent_calls_spread_over_replicas_write_once_per_key_and_per_
 
 
 async def test_a_replica_killed_mid_write_leaves_its_key_unknown_and_another_replica_carries_on(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend, backend_log = free_port(), tmp_path / "backend.log"
     backend_args = [*PROFILE.seed_demo, "--fault", "latency=1500:1"]
     command = [sys.executable, "-m", PROFILE.backend_module, "--http", f"127.0.0.1:{backend}", "--db", str(db)]
-    store = redis_url + f"?lock_lease={SHORT_LEASE}"  # a dead holder's lock lapses within seconds
+    store = with_params(shared_store, lock_lease=SHORT_LEASE)  # a dead holder's lock lapses within seconds
     with backend_log.open("wb") as log:
         async with (
             process([*command, *backend_args], backend, stderr=log),
@@ -402,12 +422,12 @@ async def test_replicas_sharing_a_rotated_key_ring_accept_state_and_cursors_mint
 
 
 async def test_a_confirmation_answer_used_on_one_replica_cannot_be_replayed_on_another(
-    tmp_path: Path, db: Path, redis_url: str
+    tmp_path: Path, db: Path, shared_store: str
 ) -> None:
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, redis_url, [KEY_NEW], 2) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 2) as group,
     ):
         first, second = (replica.port for replica in group)
         balancer = Balancer([first, second], lambda message: first)
@@ -425,6 +445,45 @@ async def test_a_confirmation_answer_used_on_one_replica_cannot_be_replayed_on_a
     assert error_code(declined) == "not_confirmed"
     assert replayed.json()["result"]["resultType"] == "input_required"  # asked again: the nonce was used
     assert PROFILE.write_count(db) == 0
+
+
+async def test_an_approval_given_on_one_replica_reaches_the_write_waiting_on_another_within_a_second(
+    tmp_path: Path, db: Path, shared_store: str
+) -> None:
+    def url_mode_with_approvers(data: dict[str, Any], port: int) -> None:
+        url_mode(PROFILE.write_tool, timeout=60)(data["tools"])
+        data["approvals"] = approvals_section(f"http://127.0.0.1:{port}")
+
+    backend = free_port()
+    decided: list[float] = []
+    async with (
+        http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 2, change=url_mode_with_approvers) as group,
+        anyio.create_task_group() as background,
+    ):
+        waiting_on, page_on = (replica.port for replica in group)
+
+        async def bob_approves_on_the_other_replica(approval_id: str) -> None:
+            await anyio.sleep(1.0)  # the write is waiting on its replica by now
+            headers = {"Authorization": f"Bearer {TOKENS['bob']}"}
+            async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{page_on}", headers=headers) as http:
+                answer = await http.post(f"/approvals/api/{approval_id}", json={"decision": "approve"})
+            assert answer.status_code == 200, answer.text
+            decided.append(time.monotonic())
+
+        async def opens_the_link(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            assert isinstance(params, types.ElicitRequestURLParams)
+            background.start_soon(bob_approves_on_the_other_replica, params.url.rstrip("/").rsplit("/", 1)[1])
+            return types.ElicitResult(action="accept")
+
+        async with sticky(waiting_on, opens_the_link) as client:
+            args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
+            with anyio.fail_after(60):
+                applied = result_body(await client.call_tool(PROFILE.write_tool, args))
+            answered = time.monotonic()
+    assert applied["replayed"] is False
+    assert PROFILE.write_count(db) == 1
+    assert len(decided) == 1 and answered - decided[0] < 1.5  # the waiting replica polls the store twice a second
 
 
 async def test_a_redis_outage_refuses_before_anything_is_sent_and_keys_survive_a_redis_restart(

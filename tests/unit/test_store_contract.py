@@ -1,5 +1,6 @@
 """Every store keeps one contract: the same tests run against memory and SQLite here, and against a real Redis
-in tests/system/test_redis_store.py (which imports these tests with its own ``store_url``)."""
+and a real PostgreSQL in tests/system/test_redis_store.py and tests/system/test_postgres_store.py (which import
+these tests with their own ``store_url``: a store that needs a server process is tested in the system tier)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""The stores' docstrings name what the stores make: every SQLite table, every Redis key family; and the files
-pyproject.toml's comments point to exist."""
+"""The stores' docstrings name what the stores make: every SQLite table, every Redis key family, every PostgreSQL
+table; and the files pyproject.toml's comments point to exist."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from gateway.stores import redis, sqlite
+from gateway.stores import postgres, redis, sqlite
+from gateway.stores.postgres_schema import migrations
 from tests.support.processes import ROOT
 
 
@@ -20,6 +21,15 @@ def test_the_sqlite_docstring_lists_every_table_the_store_creates() -> None:
     assert {"plans", "idempotency", "approvals", "writes"} <= created  # the scan reads the schema
     assert sqlite.__doc__ is not None
     assert sorted(created - _listed(sqlite.__doc__)) == []
+
+
+def test_the_postgres_docstring_lists_every_table_the_migrations_create() -> None:
+    created = {
+        name for migration in migrations() for name in re.findall(r"CREATE (?:UNLOGGED )?TABLE (\w+)", migration.sql)
+    }
+    assert {"plans", "idempotency", "locks", "audit"} <= created  # the scan reads the migrations
+    assert postgres.__doc__ is not None
+    assert sorted((created | {"schema_migrations"}) - _listed(postgres.__doc__)) == []
 
 
 def test_the_redis_docstring_lists_every_key_family_the_store_names() -> None:

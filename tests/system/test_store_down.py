@@ -1,5 +1,6 @@
-"""While Redis is down, every tool answers the coded ``backend_unavailable`` (reads and previews too, not a
-JSON-RPC error), and nothing is written: what docs/deployment.md says."""
+"""While the shared store is down (Redis, or PostgreSQL), every tool answers the coded ``backend_unavailable``
+(reads and previews too, not a JSON-RPC error), within seconds, and nothing is written: what docs/deployment.md
+says."""
 
 from __future__ import annotations
 
@@ -16,10 +17,18 @@ from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
 
+DOWN = {
+    "redis": "redis://127.0.0.1:{port}/0?socket_connect_timeout=1",
+    "postgres": "postgresql://postgres@127.0.0.1:{port}/postgres?timeout=1",
+}
 
-async def test_every_tool_answers_backend_unavailable_while_redis_is_down(tmp_path: Path, era: str) -> None:
+
+@pytest.mark.parametrize("kind", DOWN)
+async def test_every_tool_answers_backend_unavailable_while_the_store_is_down(
+    tmp_path: Path, era: str, kind: str
+) -> None:
     db = tmp_path / "backend.db"
-    store = f"redis://127.0.0.1:{free_port()}/0?socket_connect_timeout=1"
+    store = DOWN[kind].format(port=free_port())
     data = config_data(TENANTS, db, *TENANTS.seed_demo, store=store, state_dir=tmp_path)
     data["rate_limits"] = {}  # the default per-caller bucket, which lives in the store
     async with running_gateway(parse_config(data), backend_in_process=True) as gw:
