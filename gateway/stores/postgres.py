@@ -510,12 +510,7 @@ class PostgresStore:
         return codec.load(Approval, row[0]) if row is not None else None
 
     async def replace_approval(self, approval: Approval) -> bool:
-        changed = replace(approval, rev=approval.rev + 1)
-        replaced = await self._count(
-            "UPDATE approvals SET body = %s, rev = %s WHERE approval_id = %s AND rev = %s",
-            [codec.dump(changed), changed.rev, approval.approval_id, approval.rev],
-        )
-        return replaced == 1
+        return await self._replace_at_rev("approvals", "approval_id", approval.approval_id, approval)
 
     async def open_approvals(self, now: float) -> list[Approval]:
         rows = await self._rows(
@@ -561,10 +556,18 @@ class PostgresStore:
         return codec.load(Task, row[0]) if row is not None else None
 
     async def replace_task(self, task: Task) -> bool:
-        changed = replace(task, rev=task.rev + 1)
+        return await self._replace_at_rev("tasks", "task_id", task.task_id, task, status=task.status)
+
+    async def _replace_at_rev(
+        self, table: str, id_column: str, record_id: str, record: Approval | Task, **columns: str
+    ) -> bool:
+        """Store ``record`` with ``rev + 1`` (and the ``columns`` kept beside its body) if the stored one is still
+        at ``record.rev``, in one statement; the table and column names are this module's own, never a caller's."""
+        changed = replace(record, rev=record.rev + 1)
+        sets = "".join(f", {column} = %s" for column in columns)
         replaced = await self._count(
-            "UPDATE tasks SET body = %s, status = %s, rev = %s WHERE task_id = %s AND rev = %s",
-            [codec.dump(changed), changed.status, changed.rev, task.task_id, task.rev],
+            f"UPDATE {table} SET body = %s, rev = %s{sets} WHERE {id_column} = %s AND rev = %s",
+            [codec.dump(changed), changed.rev, *columns.values(), record_id, record.rev],
         )
         return replaced == 1
 
