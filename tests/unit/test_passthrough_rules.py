@@ -29,7 +29,7 @@ from tests.support.profiles import FLAGS, TENANTS
 pytestmark = pytest.mark.anyio
 PAGE = "https://127.0.0.1:8443"
 BUDGETED = {"approval": [{"name": "two_an_hour", "when": "writes.caller.hour >= 2", "mode": "deny"}]}
-URL = {"confirm": "url"}
+URL = {"confirm": "url", "prompt_timeout_seconds": 8}
 BOB = {"issuer": "static", "subject": "bob", "display": "Bob"}
 
 
