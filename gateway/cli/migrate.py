@@ -18,7 +18,7 @@ PROGRAM = "mcp-safety-gateway migrate"
 
 async def run(config: GatewayConfig) -> int:
     """The ``migrate`` subcommand; the exit code (2: refused, 1: the server failed)."""
-    from gateway.stores.postgres_url import is_postgres
+    from gateway.config.store_url import is_postgres
 
     store = config.gateway.store
     if not is_postgres(store):
@@ -48,7 +48,7 @@ async def run(config: GatewayConfig) -> int:
 async def schema_refusal(config: GatewayConfig) -> str | None:
     """Why this gateway cannot run on its store's schema (a sentence naming gateway.store), or None (also for
     every store that has no schema)."""
-    from gateway.stores.postgres_url import is_postgres
+    from gateway.config.store_url import is_postgres
 
     if not is_postgres(config.gateway.store):
         return None

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.config.loopback import is_secure_url
+from gateway.config.store_url import credentials_refusal, is_postgres
 
 ASYMMETRIC_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES256K", "ES384", "ES512", "EdDSA"}
@@ -33,8 +34,6 @@ class GatewaySection(Model):
     @field_validator("store")
     @classmethod
     def _no_password_in_the_file(cls, store: str) -> str:
-        from gateway.stores.postgres_url import credentials_refusal, is_postgres
-
         refusal = credentials_refusal(store) if is_postgres(store) else None
         if refusal is not None:
             raise ValueError(refusal)

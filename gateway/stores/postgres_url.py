@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 
+from gateway.config.store_url import credentials_refusal as credentials_refusal
 from gateway.stores.leases import DEFAULT_LEASE_SECONDS
 
-SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "gateway"
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_POOL_MAX = 10
@@ -46,23 +46,6 @@ class PostgresUrl:
     lease: float = DEFAULT_LEASE_SECONDS
     timeout: float = DEFAULT_TIMEOUT
     pool_max: int = DEFAULT_POOL_MAX
-
-
-def is_postgres(url: str) -> bool:
-    """Whether a store URL names the PostgreSQL store."""
-    return url.startswith(SCHEMES)
-
-
-def credentials_refusal(url: str) -> str | None:
-    """Why a PostgreSQL URL may not stand in a config file (it carries a password), or None."""
-    parts = urlsplit(url)
-    named = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if name == "password"]
-    if parts.password is None and not named:
-        return None
-    return (
-        "a PostgreSQL URL in the config file must not carry a password; set PGPASSWORD in the gateway's "
-        "environment or use a password file (~/.pgpass, PGPASSFILE, or passfile=PATH in the URL)"
-    )
 
 
 def parse_url(url: str) -> PostgresUrl:
