@@ -25,7 +25,7 @@ import anyio
 from bench.procs import rss_kib
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
-from gateway.stores.postgres_url import is_postgres, parse_url
+from gateway.config.store_url import is_postgres, parse_url
 
 
 def _plan(i: int, now: float) -> Plan:
