@@ -23,9 +23,10 @@ from typing import Any
 import anyio
 
 from bench.procs import rss_kib
+from gateway.config.store_url import is_postgres
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
-from gateway.config.store_url import is_postgres, parse_url
+from gateway.stores.postgres_url import parse_url
 
 
 def _plan(i: int, now: float) -> Plan:
