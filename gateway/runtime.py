@@ -7,7 +7,8 @@ Each configured backend has its own client and reader; a tool reaches the one th
 (``backend_for`` / ``reader_for``). The published tools come from the live catalog (gateway.catalog.live): one
 part per backend, loaded, pinged and reloaded on its own in the background, so a backend that hangs or dies takes
 only its own tools away (for as long as it is down) and is picked up again without a restart. When the published
-tools change, every session that listed them and can hear it is sent ``notifications/tools/list_changed``.
+tools change, every 2025-era session that listed them and can hear it is sent ``notifications/tools/list_changed``,
+and ``tools_version`` moves on for the 2026-era listen streams (gateway.mcp.listen).
 """
 
 from __future__ import annotations
@@ -80,7 +81,12 @@ class Gateway:
     limiter: RateLimiter = field(init=False)
     cursors: CursorCodec = field(init=False)
     live: LiveCatalog = field(init=False)
+    tools_version: int = field(default=0, init=False)
+    """How many times the published tools changed since start (2026 listen streams compare it: gateway.mcp.listen)."""
+    closing: bool = field(default=False, init=False)
+    """Set once the process stops serving (close_streams): listen streams end instead of holding the shutdown."""
     _listeners: WeakSet[Listener] = field(default_factory=WeakSet, init=False)
+    _change: anyio.Event | None = field(default=None, init=False)
     _background: TaskGroup | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -128,7 +134,26 @@ class Gateway:
         """Send this session ``notifications/tools/list_changed`` whenever the published tools change."""
         self._listeners.add(session)
 
+    async def tools_changed(self, seen: int) -> None:
+        """Return once the published tools changed after ``tools_version`` was ``seen``, or the gateway closes."""
+        while self.tools_version == seen and not self.closing:
+            if self._change is None:
+                self._change = anyio.Event()
+            await self._change.wait()
+
+    def close_streams(self) -> None:
+        """The process stops serving: every listen stream ends (gracefully) rather than hold the shutdown open."""
+        self.closing = True
+        self._wake()
+
+    def _wake(self) -> None:
+        change, self._change = self._change, None
+        if change is not None:
+            change.set()
+
     def _tools_changed(self) -> None:
+        self.tools_version += 1
+        self._wake()
         if self._background is not None and self._listeners:
             self._background.start_soon(self._tell_listeners)
 

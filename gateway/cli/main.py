@@ -476,7 +476,13 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
         if is_loopback(host):
             gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = build_app(gw, insecure_without_auth=insecure)
-        uv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
+
+        class Serving(uvicorn.Server):
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                gw.close_streams()  # listen streams end first: uvicorn waits for every open response
+                await super().shutdown(sockets)
+
+        uv = Serving(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         stop_quietly_on_sigterm()
         async with tasks.resumed(gw):

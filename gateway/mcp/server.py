@@ -11,7 +11,9 @@ A 2025-era connection that lists the tools is told when they change (a backend w
 gateway.catalog.live): its ``Connection`` (the SDK's connection-scoped object, reached through the request's
 session as ``_connection``: private to mcp 2.3, pinned in pyproject.toml, guarded by tests/system/test_readiness.py)
 gets ``notifications/tools/list_changed`` on its standalone stream, and the server says ``tools.listChanged``.
-2026-era clients are stateless here and are not told.
+A 2026-era client hears it on a ``subscriptions/listen`` stream it opens (gateway.mcp.listen, which also carries
+the tasks extension's ``notifications/tasks``); serving that method is what makes the SDK say ``tools.listChanged``
+to them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mcp_types.version import is_version_at_least
 
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.principal import readable
-from gateway.mcp import tasks
+from gateway.mcp import listen, tasks
 from gateway.mcp.calls import answer, outcome_label
 from gateway.observability import logs, tracing
 from gateway.records import Task
@@ -107,6 +109,7 @@ def build_server(gw: Gateway) -> Server[Any]:
     # Registered by method rather than as on_call_tool: a call may also answer a task (a CreateTaskResult).
     server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool)
     tasks.register(server, gw)
+    listen.register(server, gw)
     security = RequestStateSecurity(keys=gw.keys, ttl=_longest_prompt(gw))
     server.middleware.append(RequestStateBoundary(security, default_audience=gw.config.gateway.name))
     return server

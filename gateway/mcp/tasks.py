@@ -142,9 +142,8 @@ def _fields(task: Task) -> dict[str, Any]:
     return fields
 
 
-async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -> Task:
-    """The caller's own live task by id; -32021 when the request did not declare the extension, -32602 for an id
-    this caller has no task under (another caller's included) or whose task expired."""
+def require_extension(ctx: ServerRequestContext[Any, Any]) -> None:
+    """-32021, naming the extension, unless this request declared it."""
     capabilities = ctx.session.client_capabilities
     if capabilities is None or EXTENSION not in (capabilities.extensions or {}):
         raise MCPError(
@@ -152,6 +151,12 @@ async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -
             message="Missing required client capability",
             data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
         )
+
+
+async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -> Task:
+    """The caller's own live task by id; -32021 when the request did not declare the extension, -32602 for an id
+    this caller has no task under (another caller's included) or whose task expired."""
+    require_extension(ctx)
     task = await gw.store.get_task(task_id[:128])
     if task is None or task.caller != current_caller(gw.config.gateway.stdio_caller):
         raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found")

@@ -3,18 +3,22 @@ CreateTaskResult a call may answer with, and the task methods sent as the extens
 
 ``Client(..., extensions=[TasksClient()])`` declares ``io.modelcontextprotocol/tasks``; ``call`` returns what the
 server answered (a CreateTaskResult as a dict, or the CallToolResult), and ``get`` / ``update`` / ``cancel`` send
-the task methods. ``resolved`` follows a task to its end, polling as the server suggests.
+the task methods. ``resolved`` follows a task to its end, polling as the server suggests. ``Heard`` (given to the
+extension and as the client's message handler) records what ``subscriptions/listen`` streams carry, and
+``listening`` holds one open.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
 import mcp_types as types
 from mcp import Client
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.extension import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
+from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict, Field
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -36,13 +40,52 @@ class CreateTaskResult(types.Result):
     status: str
 
 
+class _Notified(types.NotificationParams):
+    """A notification's params, every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Heard:
+    """What listen streams carried to one client: acknowledgements, ``notifications/tasks`` (as dicts, ``_meta``
+    left out) and how many ``notifications/tools/list_changed``."""
+
+    def __init__(self) -> None:
+        self.acks: list[dict[str, Any]] = []
+        self.tasks: list[dict[str, Any]] = []
+        self.tools_changed = 0
+
+    async def __call__(self, message: Any) -> None:  # the client's message handler
+        if isinstance(message, types.SubscriptionsAcknowledgedNotification):
+            self.acks.append(message.params.notifications.model_dump(by_alias=True, exclude_none=True))
+        elif isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed += 1
+
+    async def task(self, params: _Notified) -> None:
+        self.tasks.append(params.model_dump(by_alias=True, mode="json", exclude={"meta"}))
+
+    async def until(self, done: Callable[[Heard], bool], seconds: float = 10) -> None:
+        with anyio.fail_after(seconds):
+            while not done(self):  # noqa: ASYNC110 - notifications arrive on the client's own task
+                await anyio.sleep(0.02)
+
+
 class TasksClient(ClientExtension):
-    """Declares the extension; a claimed task is followed to its end when the plain ``call_tool`` is used."""
+    """Declares the extension; a claimed task is followed to its end when the plain ``call_tool`` is used, and
+    ``notifications/tasks`` reach ``heard`` when one is given."""
 
     identifier = EXTENSION
 
+    def __init__(self, heard: Heard | None = None) -> None:
+        self.heard = heard
+
     def claims(self) -> list[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=_resolve)]
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        if self.heard is None:
+            return []
+        return [NotificationBinding(method="notifications/tasks", params_type=_Notified, handler=self.heard.task)]
 
 
 async def _resolve(created: CreateTaskResult, context: ClaimContext) -> types.CallToolResult:
@@ -112,3 +155,38 @@ async def seen(
 ) -> dict[str, Any]:
     """``tasks/get`` until ``done`` holds for its answer; that answer."""
     return await _follow(client.session, task_id, seconds, done)
+
+
+class Listen:
+    """One ``subscriptions/listen`` request held open: ``ended`` once the server closed it (its result, or the
+    error it was refused with)."""
+
+    def __init__(self) -> None:
+        self.ended = anyio.Event()
+        self.result: dict[str, Any] | None = None
+        self.error: MCPError | None = None
+
+
+@asynccontextmanager
+async def listening(client: Client, task_ids: list[str] | None = None, *, tools: bool = False) -> AsyncIterator[Listen]:
+    """A listen stream for ``task_ids`` (the extension's ``taskIds``) and/or ``toolsListChanged``, open while the
+    block runs (and closed by the client at its end if the server has not ended it)."""
+    wanted: dict[str, Any] = {"toolsListChanged": True} if tools else {}
+    if task_ids is not None:
+        wanted["taskIds"] = task_ids
+    request = types.SubscriptionsListenRequest(
+        params=types.SubscriptionsListenRequestParams(notifications=types.SubscriptionFilter.model_validate(wanted))
+    )
+    held = Listen()
+
+    async def hold() -> None:
+        try:
+            held.result = await _send(client.session, request)
+        except MCPError as err:
+            held.error = err
+        held.ended.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(hold)
+        yield held
+        group.cancel_scope.cancel()

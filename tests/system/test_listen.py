@@ -1,29 +1,36 @@
-"""serve's own listening socket: connections on it send small answers at once."""
+"""A 2026-era client's ``subscriptions/listen`` stream over real HTTP does not hold the gateway up: on SIGTERM the
+stream is ended gracefully (its result sent, not dropped) and ``serve`` exits within seconds."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
+import os
+import signal
+from pathlib import Path
 
-from gateway.http.listen import bound_socket
+import anyio
+import pytest
+from mcp import Client
+
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import free_port, serve
+from tests.support.profiles import TENANTS
+
+pytestmark = pytest.mark.anyio
 
 
-def test_a_connection_on_the_bound_socket_sends_without_waiting_for_acks() -> None:
-    # asyncio turns Nagle's algorithm off (TCP_NODELAY) only where the socket names IPPROTO_TCP; without it each
-    # small answer waited for the client's delayed ACK, ~40 ms per call.
-    async def main() -> int:
-        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-        async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            seen.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-            writer.close()
-
-        sock = bound_socket("127.0.0.1", 0)
-        server = await asyncio.start_server(accepted, sock=sock)
-        async with server:
-            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
-            nodelay = await asyncio.wait_for(seen, 10)
-            writer.close()
-        return nodelay
-
-    assert asyncio.run(main()) != 0
+async def test_sigterm_ends_open_listen_streams_gracefully_and_serve_exits(tmp_path: Path) -> None:
+    data = config_data(TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, state_dir=tmp_path / "state")
+    port = free_port()
+    async with (
+        serve(write_toml(data, tmp_path / "gateway.toml"), port) as gateway,
+        Client(f"http://127.0.0.1:{port}/mcp") as client,
+    ):
+        async with client.listen(tools_list_changed=True) as first, client.listen(tools_list_changed=True) as second:
+            os.kill(gateway.pid, signal.SIGTERM)
+            with anyio.fail_after(10):
+                events = [event async for event in first] + [event async for event in second]
+        with anyio.fail_after(10):
+            while gateway.poll() is None:  # noqa: ASYNC110 - a child process, polled
+                await anyio.sleep(0.05)
+    assert events == []  # a graceful end: the loop stops, no SubscriptionLost
+    assert gateway.returncode == 0

@@ -1,7 +1,8 @@
 """Readiness tells the truth: a backend that dies reads `down` at the next probe, without any call to it first,
 whether it was an HTTP server that was killed or a stdio child that exited and cannot start again (one that can is
 started again at that probe); and `up` again once it is back. Its
-tools leave tools/list meanwhile, and a 2025-era session is told (notifications/tools/list_changed) both ways."""
+tools leave tools/list meanwhile, and clients are told (notifications/tools/list_changed) both ways: a 2025-era
+session on its own stream, a 2026-era client on the subscriptions/listen stream it opened."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import Subscription
 
 from tests.support.configs import together_data, write_toml
 from tests.support.processes import free_port, http_backend, serve
@@ -106,6 +108,11 @@ class Changes:
         if isinstance(message, types.ToolListChangedNotification):
             self.count += 1
 
+    async def count_events(self, stream: Subscription) -> None:
+        """Count the events of a 2026-era listen stream (every one there is a tools/list_changed)."""
+        async for _ in stream:
+            self.count += 1
+
     async def after(self, seen: int) -> None:
         with anyio.fail_after(10):
             while self.count <= seen:  # noqa: ASYNC110 - the notification arrives on the client's own task
@@ -127,19 +134,26 @@ async def test_a_dead_backends_tools_leave_tools_list_with_list_changed_and_come
     tenants_tools = {TENANTS.list_tool, TENANTS.preview_tool, TENANTS.write_tool}
     flags_tools = {FLAGS.list_tool, FLAGS.preview_tool, FLAGS.write_tool, "flag_history", "describe_flag"}
     log = (tmp_path / "gateway.log").open("w")
+    heard = Changes()  # by a 2026-era client, on its subscriptions/listen stream
     async with (
         serve(config, port, stderr=log) as gateway,
         Client(streamable_http_client(f"{base}/mcp"), mode="legacy", message_handler=changes) as session,
+        Client(f"{base}/mcp") as modern,
+        modern.listen(tools_list_changed=True) as stream,
+        anyio.create_task_group() as listening,
     ):
+        listening.start_soon(heard.count_events, stream)
         async with http_backend(TENANTS, http_db, backend_port, *TENANTS.seed_demo):
             await until_listed(session, tenants_tools | flags_tools)
-            seen = changes.count
+            seen, heard_seen = changes.count, heard.count
         # The HTTP backend is killed: readiness says so within 5 s, its tools leave, and the session hears it.
         with anyio.fail_after(5):
             ready, _ = await readiness(base)
         assert ready["backends"] == {"tenants": "down", "flags": "up"}, ready
         await changes.after(seen)
+        await heard.after(heard_seen)
         assert await listed(session) == flags_tools
+        assert {tool.name for tool in (await modern.list_tools()).tools} == flags_tools
         # The stdio child is killed and cannot start again.
         down_flag.touch()
         seen = changes.count
@@ -158,6 +172,8 @@ async def test_a_dead_backends_tools_leave_tools_list_with_list_changed_and_come
             ready, _ = await readiness(base)
         assert changes.count > seen
         assert set(ready["backends"].values()) == {"up"}, ready
+        listening.cancel_scope.cancel()
+    assert stream.honored.tools_list_changed is True
 
 
 async def until_ready(base: str) -> tuple[dict[str, Any], str]:

@@ -5,10 +5,12 @@ decision, bound to its key; a client without the extension keeps today's answers
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import mcp_types as types
 import pytest
@@ -225,3 +227,55 @@ async def test_an_unknown_task_is_not_found(world: World) -> None:
         with pytest.raises(MCPError) as raised:
             await tasks.get(client, "tk_nothing")
     assert raised.value.code == types.INVALID_PARAMS
+
+
+async def test_a_listen_stream_tells_its_caller_each_state_of_its_own_tasks_until_they_end(
+    world: World, profile: Profile
+) -> None:
+    """``subscriptions/listen`` with ``taskIds``: the acknowledgement honours only the caller's own live tasks (an
+    unknown id and another caller's are left out alike), each state is sent once as ``tasks/get`` shows it, the
+    last with the result, and the stream then ends by itself."""
+    heard = tasks.Heard()
+    before = profile.write_count(world.db)
+    async with Client(build_server(world.gw), extensions=[tasks.TasksClient(heard)], message_handler=heard) as client:
+        plan = await preview(client, profile)
+        created = await tasks.call(client, profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+        assert isinstance(created, dict)
+        mine = await world.gw.store.get_task(created["taskId"])
+        assert mine is not None
+        await world.gw.store.create_task(replace(mine, task_id="tk_someone_elses", caller="someone-else"))
+        async with tasks.listening(client, [created["taskId"], "tk_someone_elses", "tk_nothing"]) as stream:
+            await heard.until(lambda h: bool(h.tasks))
+            await decide(world, approval_id_for(plan["planId"]))
+            await gateway_tasks.resume_due(world.gw)
+            with anyio.fail_after(10):
+                await stream.ended.wait()
+        polled = await tasks.get(client, created["taskId"])
+    assert heard.acks == [{"taskIds": [created["taskId"]]}]
+    assert {note["taskId"] for note in heard.tasks} == {created["taskId"]}
+    statuses = [note["status"] for note in heard.tasks]
+    assert statuses[0] == "input_required" and statuses[-1] == "completed"
+    assert len(statuses) == len(set(map(str, heard.tasks)))  # no state sent twice
+    assert heard.tasks[0]["inputRequests"]["approval"]["params"]["mode"] == "url"
+    assert {key: polled[key] for key in ("status", "result")} == {
+        key: heard.tasks[-1][key] for key in ("status", "result")
+    }
+    assert stream.error is None and stream.result is not None
+    assert profile.write_count(world.db) == before + 1
+
+
+async def test_listening_for_tasks_needs_the_extension_and_a_caller_holds_few_streams(world: World) -> None:
+    async with connect(world.gw, "2026-07-28") as plain, tasks.listening(plain, ["tk_nothing"]) as refused:
+        with anyio.fail_after(10):
+            await refused.ended.wait()
+    assert refused.error is not None and refused.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    heard = tasks.Heard()
+    async with Client(build_server(world.gw), message_handler=heard) as client, AsyncExitStack() as streams:
+        held = [await streams.enter_async_context(tasks.listening(client, tools=True)) for _ in range(9)]
+        await heard.until(lambda h: len(h.acks) == 8)
+        with anyio.fail_after(10):
+            await held[-1].ended.wait()
+        assert not any(stream.ended.is_set() for stream in held[:-1])  # tools-only streams stay open
+    assert heard.acks == [{"toolsListChanged": True}] * 8
+    assert held[-1].error is not None and held[-1].error.code == types.INVALID_REQUEST
+    assert "8 listen streams" in held[-1].error.error.message
