@@ -256,7 +256,7 @@ class ApproverSession:
     expires_at: float
     facts: dict[str, Any] = field(default_factory=dict)
     """What ``[approvals.approvers]`` is checked against on every decision (``sub``, ``iss``, a verified
-    ``email``, the rule's claim)."""
+    ``email``, and ``claims``: the ID-token claims the rule reads)."""
     token_sha256: str | None = None
     """For a token sign-in, the configured token's SHA-256: a token removed from the config ends its sessions."""
 

@@ -3,12 +3,16 @@ that tell them), and a write tool's ordered ``[[tools.NAME.approval]]`` rules (w
 
 from __future__ import annotations
 
+import logging
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.loopback import is_loopback
 from gateway.config.sections import STATIC_ISSUER, Model, require_secure
+
+log = logging.getLogger(__name__)
 
 RULE_VARIABLES: dict[str, Any] = {
     "caller": {"id": "", "client": "", "subject": "", "issuer": "", "scopes": []},
@@ -21,7 +25,12 @@ RULE_VARIABLES: dict[str, Any] = {
 """What a rule's condition can read (values here are placeholders for checking a condition names no other)."""
 
 
-def compile_condition(expression: str) -> Any:
+APPROVER_VARIABLES: dict[str, Any] = {"approver": {"sub": "", "iss": "", "email": "", "claims": {}}}
+"""What an approver condition (``[approvals.approvers] when``) can read: the person's ``sub`` and ``iss``, the email
+the provider states verified (else ""), and the ID-token claims the rule keeps (``claims``)."""
+
+
+def compile_condition(expression: str, variables: dict[str, Any] = RULE_VARIABLES) -> Any:
     """A compiled CEL condition; ValueError with the parser's message (line, column, caret), or naming a variable
     a condition cannot read."""
     import cel  # common-expression-language: chosen by bench/cel.py (docs/configuration.md says why)
@@ -31,7 +40,7 @@ def compile_condition(expression: str) -> Any:
     except ValueError as exc:
         raise ValueError(" ".join(str(exc).split())) from None
     try:
-        program.execute(RULE_VARIABLES)
+        program.execute(variables)
     except RuntimeError as exc:  # an undefined variable or function; a missing *field* is only known per plan
         raise ValueError(" ".join(str(exc).split())) from None
     except (KeyError, TypeError, ValueError):
@@ -125,27 +134,66 @@ class ApproverRule(Model):
     """A claim of the ID token holding a string or a list of strings (``groups``, ``roles``) ..."""
     values: list[str] = []
     """... of which one must be among these."""
+    when: str | None = Field(None, min_length=1)
+    """A CEL condition over ``approver`` (APPROVER_VARIABLES): the person may decide when it is ``true``; one that
+    cannot be evaluated for them (a claim they lack) does not admit them."""
+    claims: list[str] = Field([], max_length=16)
+    """The ID-token claims ``when`` reads (``approver.claims.NAME``), kept with the person's session: strings,
+    numbers, booleans or lists of strings; any other claim is never kept."""
 
     @model_validator(mode="after")
     def _claim_needs_values(self) -> ApproverRule:
         if (self.claim is None) != (not self.values):
             raise ValueError("approvals.approvers: claim and values go together")
+        if self.claims and self.when is None:
+            raise ValueError("approvals.approvers: claims name what `when` reads, and there is no `when`")
         return self
+
+    @field_validator("when")
+    @classmethod
+    def _compiles(cls, expression: str | None) -> str | None:
+        if expression is not None:
+            compile_condition(expression, APPROVER_VARIABLES)
+        return expression
 
     @property
     def configured(self) -> bool:
         """Whether any rule narrows who may approve."""
-        return bool(self.subjects or self.emails or self.claim)
+        return bool(self.subjects or self.emails or self.claim or self.when)
+
+    @property
+    def kept_claims(self) -> list[str]:
+        """The ID-token claims a person's facts keep for this rule (``claim`` and what ``when`` reads)."""
+        return list(dict.fromkeys([*([self.claim] if self.claim else []), *self.claims]))
 
     def admits(self, facts: dict[str, Any]) -> bool:
-        """Whether a person with these facts (``sub``, a verified ``email``, the rule's claim) may decide."""
+        """Whether a person with these facts (``sub``, ``iss``, a verified ``email``, the kept ``claims``) may
+        decide."""
         if not self.configured:
             return True
         if facts.get("sub") in self.subjects or facts.get("email") in self.emails:
             return True
-        held = facts.get(self.claim) if self.claim is not None else None
+        kept = facts.get("claims")
+        claims: dict[str, Any] = kept if isinstance(kept, dict) else {}
+        held = claims.get(self.claim) if self.claim is not None else None
         held = [held] if isinstance(held, str) else held if isinstance(held, list) else []
-        return any(isinstance(value, str) and value in self.values for value in held)
+        if any(isinstance(value, str) and value in self.values for value in held):
+            return True
+        return self.when is not None and _condition_holds(self.when, facts, claims)
+
+
+def _condition_holds(expression: str, facts: dict[str, Any], claims: dict[str, Any]) -> bool:
+    person = {"sub": facts.get("sub") or "", "iss": facts.get("iss") or "", "email": facts.get("email") or ""}
+    try:
+        return _approver_program(expression).execute({"approver": {**person, "claims": claims}}) is True
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # fails closed: this person is not admitted
+        log.info("an approver condition could not be evaluated for a person (%s): not admitted", type(exc).__name__)
+        return False
+
+
+@cache
+def _approver_program(expression: str) -> Any:
+    return compile_condition(expression, APPROVER_VARIABLES)
 
 
 class ApprovalsSection(Model):

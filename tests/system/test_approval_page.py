@@ -62,6 +62,13 @@ APPROVERS = ["alice", "bob", "carol", "mallory"]
 trudy has an account at the provider and is not among them."""
 CHOSEN_NAMES = {"mallory": {"name": "Bob Builder"}}
 """What people set about themselves at the provider: mallory calls herself Bob Builder."""
+GROUPS: dict[str, dict[str, Any]] = {
+    "erin": {"groups": ["staff", "sre-oncall"]},
+    "frank": {"groups": ["staff", "sre"], "name": "sre-oncall"},
+}
+"""What the provider states about people's groups: erin is on call (the approver condition admits her by it);
+frank is not, whatever he calls himself."""
+APPROVER_CONDITION = '"sre-oncall" in approver.claims.groups && approver.iss.startsWith("http://127.0.0.1:")'
 
 
 @dataclass
@@ -94,7 +101,9 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
     resource = f"{urls[0]}/mcp"  # the address behind the load balancer: the one audience of every replica
     db = tmp / "backend.db"
     async with (
-        oidc.oidc_provider(resource, *(f"{url}/approvals/callback" for url in urls), claims=CHOSEN_NAMES) as provider,
+        oidc.oidc_provider(
+            resource, *(f"{url}/approvals/callback" for url in urls), claims={**CHOSEN_NAMES, **GROUPS}
+        ) as provider,
         http_backend(TENANTS, db, backend_port, *TENANTS.seed_demo),
         browser.chromium() as chromium,
     ):
@@ -111,7 +120,7 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
                 "public_url": url,
                 "login": "oidc",
                 "oidc": {"client_id": "gateway-approvals"},
-                "approvers": {"subjects": APPROVERS},
+                "approvers": {"subjects": APPROVERS, "when": APPROVER_CONDITION, "claims": ["groups"]},
             }
             configs.append(write_toml(data, tmp / f"gateway{number}.toml"))
         env = {**os.environ, "GATEWAY_SECRET_KEY": "approval-page-tests-shared-secret-key-0123456789"}
@@ -253,6 +262,33 @@ async def test_a_person_the_provider_signs_in_who_is_no_approver_cannot_approve(
     assert forced.status == 303 and forced.headers["location"].endswith("?notice=not_an_approver")
     assert await decisions(site, plan["planId"]) == []
     assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before
+
+
+async def test_the_approver_condition_admits_by_the_providers_groups_and_no_one_else(site: Site) -> None:
+    """``[approvals.approvers] when`` reads the groups the provider states: erin, in no list but on call, approves
+    and the write applies once; frank, in another group (and named after the right one), is refused, recording
+    nothing."""
+    before = TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)
+    async with await agent(site, "2026-07-28") as client:
+        plan = await preview(client, TENANTS, TENANTS.spare)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        pending = await client.call_tool("reset_tenant", args)
+        url = error_body(pending)["details"]["url"]
+        frank = await signed_in(site, url, "frank")
+        assert await frank.locator("button.approve").count() == 0
+        assert "not as one of this gateway's approvers" in await frank.inner_text("main")
+        token = await frank.get_attribute("input[name=csrf]", "value")
+        forced = await frank.request.post(frank.url, form={"csrf": token, "decision": "approve"}, max_redirects=0)
+        assert forced.headers["location"].endswith("?notice=not_an_approver")
+        assert await decisions(site, plan["planId"]) == []
+        assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before
+        erin = await signed_in(site, url, "erin")
+        await erin.click("button.approve")
+        await erin.wait_for_load_state()
+        applied = await client.call_tool("reset_tenant", args)
+    assert not applied.is_error, applied.content
+    assert await decisions(site, plan["planId"]) == [("erin", "approve")]
+    assert TENANTS.write_count(site.db) == before[0] + 1
 
 
 async def test_the_audit_names_the_approver_by_issuer_and_subject_not_by_the_name_she_chose(site: Site) -> None:

@@ -35,6 +35,10 @@ from gateway.identity.person import display_of, person_id
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT = 10.0
 DISCOVERY_SECONDS = 300.0
+MAX_CLAIM_CHARS = 256
+"""The longest claim value (or list item) a session keeps for the approver rule; a longer one is not kept."""
+MAX_CLAIM_ITEMS = 256
+"""The most items of a list claim (``groups``) a session keeps for the approver rule."""
 
 
 class LoginFailed(Exception):
@@ -50,21 +54,26 @@ class Approver:
     name: str
     """What is shown beside the person (display claim, verified email, or the token's configured name)."""
     facts: dict[str, Any] = field(default_factory=dict)
-    """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, the rule's claim."""
+    """What ``[approvals.approvers]`` is checked against: ``sub``, ``iss``, a verified ``email``, and ``claims``
+    (the ID-token claims the rule reads: approver_facts)."""
     via: Literal["oidc", "token"] = "oidc"
     token_sha256: str | None = None
     """For an approver token, the configured token's SHA-256 (a session ends when the config drops it)."""
 
 
-def approver_facts(claims: dict[str, Any], claim: str | None) -> dict[str, Any]:
+def approver_facts(claims: dict[str, Any], kept: list[str]) -> dict[str, Any]:
     """The facts of an ID token an approver rule may read: an email only when the provider states it verified,
-    and the rule's claim only as a string or a list of strings."""
-    facts: dict[str, Any] = {"sub": claims.get("sub"), "iss": claims.get("iss")}
+    and the ``kept`` claims (the rule's, ApproverRule.kept_claims) only as a string, a number, a boolean or a list
+    of strings (its first MAX_CLAIM_ITEMS), leaving out any string longer than MAX_CLAIM_CHARS."""
+    facts: dict[str, Any] = {"sub": claims.get("sub"), "iss": claims.get("iss"), "claims": {}}
     if isinstance(claims.get("email"), str) and claims.get("email_verified") is True:
         facts["email"] = claims["email"]
-    held = claims.get(claim) if claim is not None else None
-    if isinstance(held, str) or (isinstance(held, list) and all(isinstance(value, str) for value in held)):
-        facts[str(claim)] = held[:64] if isinstance(held, list) else held
+    for name in kept:
+        held = claims.get(name)
+        if isinstance(held, list) and all(isinstance(item, str) for item in held):
+            facts["claims"][name] = [item for item in held[:MAX_CLAIM_ITEMS] if len(item) <= MAX_CLAIM_CHARS]
+        elif isinstance(held, (bool, int, float)) or (isinstance(held, str) and len(held) <= MAX_CLAIM_CHARS):
+            facts["claims"][name] = held
     return facts
 
 
@@ -83,10 +92,15 @@ class OidcClient:
     """The approval page as an OpenID Connect client of one provider."""
 
     def __init__(
-        self, config: OidcLogin, issuer: str, redirect_uri: str, claim: str | None = None, display: str | None = None
+        self,
+        config: OidcLogin,
+        issuer: str,
+        redirect_uri: str,
+        kept: list[str] | None = None,
+        display: str | None = None,
     ) -> None:
         self._config = config
-        self._claim = claim
+        self._kept = kept or []
         self._display = display
         self._issuer = issuer.rstrip("/")
         self.redirect_uri = redirect_uri
@@ -139,7 +153,7 @@ class OidcClient:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise LoginFailed("no subject")
-        facts = approver_facts(claims, self._claim)
+        facts = approver_facts(claims, self._kept)
         shown = display_of(claims, self._display) or subject
         return Approver(person_id(str(claims["iss"]), subject), shown, facts)
 

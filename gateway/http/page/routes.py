@@ -79,7 +79,7 @@ class ApprovalPage:
         issuer = gw.config.oidc_issuer()
         if config.login == "oidc" and config.oidc is not None and issuer is not None:
             callback = f"{gw.approvals_url}/approvals/callback"
-            self.oidc = OidcClient(config.oidc, issuer, callback, config.approvers.claim, config.display_claim)
+            self.oidc = OidcClient(config.oidc, issuer, callback, config.approvers.kept_claims, config.display_claim)
         self.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
         self.templates.filters.update(
             shown=shown_value,

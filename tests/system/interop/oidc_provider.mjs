@@ -2,7 +2,8 @@
 // tests/support/oidc.py. It issues JWT access tokens for the gateway's resource (the agent's bearer token) and
 // signs in approvers with the authorization-code flow + PKCE (the gateway's approval page is a public client).
 // Any login name is accepted (dev interactions): the name becomes the account's `sub`, with a verified email
-// `sub@example.test` and a `name` the person chose (OPTIONS.claims, `{sub: {claim: value}}`, overrides any of them).
+// `sub@example.test` and a `name` the person chose (OPTIONS.claims, `{sub: {claim: value}}`, overrides any of them
+// or adds `groups`, which the profile scope carries).
 // ID tokens carry those claims (as Google's and many providers' do), not only the userinfo endpoint, and access
 // tokens the email.
 // Access tokens are JWTs for the resource the agent asks for, or opaque for one of OPTIONS.opaque: those a resource
@@ -56,7 +57,7 @@ const provider = new Provider(issuer, {
   cookies: { keys: ['test-cookie-key'] },
   pkce: { required: () => true },
   scopes: ['openid', 'email', 'profile', ...scopes.split(' ')],
-  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'groups'] },
   conformIdTokenClaims: false,
   // Access tokens name the person as many providers' do: their email, and whether it is verified.
   extraTokenClaims: async (ctx, token) => {
