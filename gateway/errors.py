@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.records import AuditEntry
 
 
 class Code(StrEnum):
@@ -202,6 +205,15 @@ class ToolError(Exception):
 
 class StoreUnavailable(Exception):
     """The state store could not be reached (a shared store's server is down or unreachable); fail closed."""
+
+
+class OutcomeNotRecorded(StoreUnavailable):
+    """A settle stored its audit entry (``entry``, as sealed) but not the key's outcome (Redis: the entry and the
+    key are two steps). The outcome is to be settled again without the entry, which is never stored twice."""
+
+    def __init__(self, message: str, entry: AuditEntry) -> None:
+        super().__init__(message)
+        self.entry = entry
 
 
 class StoreInUse(Exception):

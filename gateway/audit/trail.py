@@ -17,7 +17,7 @@ import logging
 from typing import Protocol
 
 from gateway.audit import sinks
-from gateway.errors import Code, StoreUnavailable
+from gateway.errors import Code, OutcomeNotRecorded, StoreUnavailable
 from gateway.records import AuditEntry, KeyRecord
 
 
@@ -53,6 +53,9 @@ async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry | None)
     caller and keeps the outcome for a later try (gateway.write.outcome)."""
     try:
         stored = await store.settle(record, entry)
+    except OutcomeNotRecorded as exc:  # the entry is in the store; the outcome is kept and settled later
+        _stored(store, exc.entry)
+        raise
     except StoreUnavailable:
         log.error("audit entry not stored, the store is unreachable: %s", entry)
         raise

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from gateway.errors import StoreInUse, StoreUnavailable
+from gateway.errors import OutcomeNotRecorded, StoreInUse, StoreUnavailable
 from gateway.records import (
     ABSENT,
     KEY_TRANSITIONS,
@@ -49,6 +49,7 @@ __all__ = [
     "KeyRecords",
     "Locks",
     "Nonces",
+    "OutcomeNotRecorded",
     "Plans",
     "Store",
     "StoreInUse",
@@ -121,7 +122,8 @@ class KeyRecords(Protocol):
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         """Record the outcome under the key and delete the plan, atomically. With ``entry``, append it to the
         audit first: in the same transaction where the store has one (SQLite, memory: one fsync, and a crash
-        keeps both or neither), else just before (Redis). Returns the entry as stored (sealed), if any."""
+        keeps both or neither), else just before (Redis: OutcomeNotRecorded when the entry went in and the
+        outcome did not). Returns the entry as stored (sealed), if any."""
         ...
 
     async def recover_in_flight(self) -> list[KeyRecord]:

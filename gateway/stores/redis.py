@@ -49,7 +49,11 @@ token that is no longer the lock's value is a stale fence, and:
   the next read settles the key as ``unknown`` (and deletes the plan), so the caller gets ``outcome_unknown``
   and the key never writes again.
 - ``settle`` records an outcome only over the owner's own in-flight record; a stalled owner that wakes up
-  after its key was declared unknown cannot overwrite that.
+  after its key was declared unknown cannot overwrite that. The store remembers the claims it made (their
+  tokens) until they are settled or released, so an outcome the store could not take at once (kept by
+  gateway.write.outcome) settles its own claim when a later call stores it, its lock gone by then, unless a read
+  found the key orphaned first. When the entry was stored and the key's outcome was not, ``settle`` raises
+  OutcomeNotRecorded: the outcome is kept without its entry, which is never stored twice.
 - ``recover_in_flight`` at start-up applies the same rule to every key. It cannot settle everything in flight
   as SQLite does: the other replicas are still running.
 
@@ -111,7 +115,7 @@ from gateway.records import (
     Task,
 )
 from gateway.stores import codec
-from gateway.stores.base import StoreUnavailable, key_leaves
+from gateway.stores.base import OutcomeNotRecorded, StoreUnavailable, key_leaves
 from gateway.stores.leases import LeasedLocks
 from gateway.stores.redis_url import parse_url
 
@@ -286,6 +290,7 @@ class RedisStore:
         self.config = parse_url(url)
         self.lease, self.prefix = self.config.lease, self.config.prefix
         self._keys = keys or ChainKeys.ephemeral()
+        self._claimed: dict[tuple[str, str], str] = {}
         # Fail closed within seconds when Redis is gone or stalled: a socket timeout (parse_url's default) and a
         # few quick retries, rather than redis-py's wait forever.
         retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=self.config.retries)
@@ -362,6 +367,7 @@ class RedisStore:
                 f"the claim reached {acknowledged} of {self.config.min_replicas} Redis replicas in time"
             )
         if answer[0] == "claimed":
+            self._claimed[(record.caller, record.key)] = owner
             return Claim(claimed=True)
         if answer[0] == "existing":
             return Claim(claimed=False, existing=await self._unless_orphaned(answer[1:]))
@@ -381,7 +387,8 @@ class RedisStore:
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        await self._script("release", keys, [self._locks.token(record.target), record.key, _leaves("release")])
+        await self._script("release", keys, [self._owner(record), record.key, _leaves("release")])
+        self._claimed.pop((record.caller, record.key), None)
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
@@ -389,14 +396,14 @@ class RedisStore:
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         try:
-            args = [record.state, codec.dump(record), self._locks.token(record.target), _leaves(record.state)]
+            args = [record.state, codec.dump(record), self._owner(record), _leaves(record.state)]
             settled = await self._script("settle", keys, args)
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             if stored is None:
                 raise
-            # The entry is stored: trying again would store it twice. The key reads unknown once its lock lapses.
-            log.error("key %s: outcome %s audited but not recorded, Redis stopped answering", record.key, record.state)
-            return stored
+            # The entry is stored: the outcome is kept without it (gateway.write.outcome), never audited twice.
+            raise OutcomeNotRecorded(str(exc), stored) from None
+        self._claimed.pop((record.caller, record.key), None)
         if not settled:
             log.warning(
                 "key %s was no longer this call's in-flight claim (its lock lapsed); its outcome %s was not recorded",
@@ -609,6 +616,11 @@ class RedisStore:
         await self._redis.aclose()
         for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
             await sentinel.aclose()
+
+    def _owner(self, record: KeyRecord) -> str:
+        """The token this process claimed the key with (kept until its release or settle), else the token of the
+        lock this task holds (as in the PostgreSQL store)."""
+        return self._claimed.get((record.caller, record.key)) or self._locks.token(record.target)
 
     async def _unless_orphaned(self, fields: list[Any]) -> KeyRecord | None:
         """A record from [body, state, owner]; an in-flight one whose owner lost its lock is settled unknown."""

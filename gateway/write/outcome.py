@@ -6,10 +6,11 @@ stopped answering), the write still happened: the caller is told so, and the set
 entry. Every later write call first stores what is kept, so the caller's retry, once the store works again,
 replays the write instead of reading request_in_progress until a restart; a retry while it still fails is
 answered from the kept record. The entry goes with the record, so however many tries it takes, the store holds
-it once. Only this process knows them: one that dies with outcomes kept leaves their keys in flight, and start-up
-recovery settles those unknown with an entry of their own, as after any crash. A Redis store settles only a key
-whose lock is still held by its claim, so there a kept outcome's entry is stored by the retry and the key lapses
-to unknown with the lock; the PostgreSQL store remembers the claims it made, so there the retry settles the key.
+it once (a Redis store that took the entry and not the outcome says so, OutcomeNotRecorded: the outcome is then
+kept without its entry). Only this process knows them: one that dies with outcomes kept leaves their keys in
+flight, and start-up recovery settles those unknown with an entry of their own, as after any crash. The Redis and
+PostgreSQL stores remember the claims they made, so the retry settles the key as its own claim even though its
+lock is gone by then, unless another replica read the key first and found it orphaned (``unknown``, for good).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from gateway.audit import trail
 from gateway.crashpoints import crash_point
 from gateway.records import AuditEntry, KeyRecord
-from gateway.stores.base import Store
+from gateway.stores.base import OutcomeNotRecorded, Store
 
 log = logging.getLogger(__name__)
 
@@ -37,28 +38,25 @@ class Unsettled:
         return None if found is None else found[0]
 
     async def put(self, store: Store, record: KeyRecord, entry: AuditEntry | None) -> None:
-        """Settle the key with its entry; keep both if the store does not take them."""
+        """Settle the key with its entry; keep what the store does not take."""
         crash_point("before-settle")
-        if not await _settle(store, record, entry):
-            self.kept[(record.caller, record.key)] = (record, entry)
+        await self._settle(store, record, entry)
 
     async def retry(self, store: Store) -> None:
         """Store what is kept; keep what still fails. Concurrent callers never store one outcome twice."""
         if not self.kept:
             return
         kept, self.kept = self.kept, {}
-        for where, (record, entry) in kept.items():
-            if not await _settle(store, record, entry):
-                self.kept[where] = (record, entry)
+        for record, entry in kept.values():
+            await self._settle(store, record, entry)
 
-
-async def _settle(store: Store, record: KeyRecord, entry: AuditEntry | None) -> bool:
-    """True once the store took the outcome and its entry (both or neither: Store.settle)."""
-    try:
-        await trail.settle(store, record, entry)
-    except Exception as exc:
-        log.error(
-            "outcome %s of key %s kept until the store takes it: %s", record.state, record.key, type(exc).__name__
-        )
-        return False
-    return True
+    async def _settle(self, store: Store, record: KeyRecord, entry: AuditEntry | None) -> None:
+        """Store the outcome and its entry (both or neither: Store.settle), else keep what is left to store."""
+        try:
+            await trail.settle(store, record, entry)
+        except Exception as exc:
+            log.error(
+                "outcome %s of key %s kept until the store takes it: %s", record.state, record.key, type(exc).__name__
+            )
+            left = None if isinstance(exc, OutcomeNotRecorded) else entry  # an entry stored is never stored again
+            self.kept[(record.caller, record.key)] = (record, left)

@@ -1,8 +1,9 @@
 """What every store that several replicas share must do beyond the store contract, as one class of tests that
 tests/system/test_redis_store.py and tests/system/test_postgres_store.py each run against a real server: shared
 rate-limit buckets, locks that exclude holders on other replicas, fencing of a holder whose lease lapsed,
-settling unknown a key whose owner lost its lock (and refusing the owner's late settle), recovery that leaves live
-claims alone, and failing closed when the server cannot be reached.
+settling unknown a key whose owner lost its lock (and refusing the owner's late settle), a kept outcome settling
+its own claim once its lock is gone, recovery that leaves live claims alone, and failing closed when the server
+cannot be reached.
 
 Each runner provides two fixtures: ``replicas`` (two stores on one server, as two replicas see it, and ``lapse``,
 which ends a target's lease at once, as if its holder had stalled or died) and ``unreachable_url`` (a store URL
@@ -67,6 +68,21 @@ class SharedStoreContract:
                 await owner.settle(replace(in_flight(plan), state="applied", result={"version": 4}))
         assert orphan == replace(in_flight(plan), state="unknown")
         assert await other.get_record("alice", "key-0001") == orphan
+        assert await other.get_plan(plan.plan_id, time.time()) is None
+
+    async def test_a_kept_outcome_settles_its_own_claim_after_its_lock_is_gone(self, replicas: Replicas) -> None:
+        """The store could not take a write's outcome at once; the process kept it (gateway.write.outcome) and
+        stores it at a later call, holding no lock: it is still that claim's own outcome, so the key reads it,
+        not ``unknown``. A second replica's claim made meanwhile on another key is not touched."""
+        owner, other, _ = replicas
+        plan = make_plan()
+        applied = replace(in_flight(plan), state="applied", result={"version": 4})
+        await owner.put_plan(plan, time.time())
+        with anyio.fail_after(10):
+            async with owner.lock("tn_a"):
+                assert (await owner.claim(in_flight(plan), time.time(), RETENTION)).claimed
+            await owner.settle(applied)  # a later call: the lock is released, the claim is this process's
+        assert await other.get_record("alice", "key-0001") == applied
         assert await other.get_plan(plan.plan_id, time.time()) is None
 
     async def test_recovery_at_start_up_settles_only_keys_whose_owner_lost_its_lock(self, replicas: Replicas) -> None:

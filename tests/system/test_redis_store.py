@@ -8,13 +8,17 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import anyio
 import pytest
 import redis.asyncio as aioredis
 
+from gateway.errors import StoreUnavailable
+from gateway.records import AuditEntry
 from gateway.stores.redis import RedisStore
 from gateway.stores.redis_url import parse_url
+from gateway.write.outcome import Unsettled
 from tests.support.processes import free_port
 from tests.support.shared_store import Replicas, SharedStoreContract
 from tests.unit.test_store_contract import RETENTION, StoreContract, in_flight, make_plan
@@ -145,3 +149,36 @@ def test_the_store_url_carries_our_parameters_and_refuses_unknown_ones() -> None
         parse_url("redis://h:1/0?lock_lease=0")
     with pytest.raises(ValueError, match="SERVICE"):
         parse_url("redis+sentinel://a:26379")
+
+
+async def test_an_entry_stored_without_its_outcome_keeps_the_outcome_and_audits_it_once(
+    raw: tuple[RedisStore, aioredis.Redis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis stores a write's audit entry, then its key's outcome, in two steps. When it stops answering between
+    them, the outcome is kept without the entry (OutcomeNotRecorded), and the later try settles the key as its
+    claim's own: the key reads applied, and the audit holds the entry once."""
+    store, _ = raw
+    plan, unsettled = make_plan(), Unsettled()
+    applied = replace(in_flight(plan), state="applied", result={"version": 4})
+    entry = AuditEntry(
+        at=time.time(), caller="alice", tool="reset_tenant", outcome="applied", idempotency_key="key-0001"
+    )
+    script = store._script
+
+    async def settle_fails(name: str, keys: list[str], args: list[str]) -> Any:
+        if name == "settle":
+            raise StoreUnavailable("Redis stopped answering")
+        return await script(name, keys, args)
+
+    await store.put_plan(plan, time.time())
+    with anyio.fail_after(10):
+        async with store.lock("tn_a"):
+            assert (await store.claim(in_flight(plan), time.time(), RETENTION)).claimed
+            monkeypatch.setattr(store, "_script", settle_fails)
+            await unsettled.put(store, applied, entry)
+        assert unsettled.kept == {("alice", "key-0001"): (applied, None)}
+        monkeypatch.setattr(store, "_script", script)
+        await unsettled.retry(store)
+    assert unsettled.kept == {}
+    assert await store.get_record("alice", "key-0001") == applied
+    assert [e.outcome async for e in store.audit_entries() if e.idempotency_key == "key-0001"] == ["applied"]
