@@ -14,7 +14,9 @@ How a connection is opened is the one thing that differs between transports: ``M
 ``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport.
 Both wire transports (gateway.backend.transports) stop reading an answer at ``backend.max_result_bytes``, and an
 answer's JSON is decoded within ``[limits] max_depth`` (gateway.records.Reply): past either, the answer reads as
-malformed, which for a write means "sent and answered, re-read it".
+malformed, which for a write means "sent and answered, re-read it". An answer is not checked against the backend's
+own outputSchema here (the SDK's client would check it with Python's backtracking ``re``, and the backend writes
+those patterns): the gateway checks what it relays with its own validators (gateway.catalog.patterns: RE2).
 """
 
 from __future__ import annotations
@@ -121,8 +123,10 @@ class McpBackend:
             self._observe(label, "unavailable", time.perf_counter() - started)
             raise
         try:
-            result = await client.call_tool(
-                tool, arguments, read_timeout_seconds=read_timeout or self.config.call_timeout_seconds
+            result = await client.session.send_request(  # not SDK-checked against its outputSchema: see above
+                types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
+                types.CallToolResult,
+                request_read_timeout_seconds=read_timeout or self.config.call_timeout_seconds,
             )
         except MCPError as exc:
             if exc.error.code != RESULT_TOO_LARGE:

@@ -9,8 +9,9 @@ number, an id) are checked where they enter, before they are planned, recorded o
 
 Some schemas need the backends: an input enum read from a lookup, a pass-through tool's schemas from its
 backend's ``tools/list``. A ``Catalog`` holds the tools that could be built and, for the others, why not (their
-backend is down, or a pass-through tool does not fit what its backend offers): a backend that is down takes
-only its own tools away.
+backend is down, or a pass-through tool does not fit what its backend offers, which includes schemas whose patterns
+could not be checked in linear time: gateway.catalog.patterns): a backend that is down takes only its own tools
+away.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import mcp_types as types
 from jsonschema import FormatChecker
 from jsonschema.protocols import Validator
 
+from gateway.catalog import patterns
 from gateway.catalog.schemas import Check, SchemaValidator, compile_check, published
 from gateway.config import GatewayConfig, Limits, ToolConfig
 from gateway.config.face import IDEMPOTENCY_KEY as IDEMPOTENCY_KEY  # named here for the write package
@@ -147,6 +149,9 @@ def publish(
     assert tool.output_schema is not None
     formats = FormatChecker()
     input_schema, output_schema = dict(tool.input_schema), dict(tool.output_schema)
+    for side, schema in (("input", input_schema), ("output", output_schema)):
+        if (why := patterns.refusal(schema)) is not None:  # a backend's schema is untrusted: never backtrack
+            raise Misfit(f"tools.{name}", f"its {side} schema cannot be checked safely: {why}")
     return PublishedTool(
         name=name,
         config=tool_config,

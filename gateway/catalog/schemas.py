@@ -9,8 +9,9 @@ for the error to report, so messages do not change.
 
 Patterns match whole values, in both: JSON Schema's ``pattern`` is an ECMA-262 search, where ``^x$`` cannot
 match ``"x\n"``, but Python's ``$`` also matches before a trailing newline, so ``re.search`` would let
-``tn_load04\n`` through ``^[A-Za-z0-9_.-]{1,64}$``. The compiled check uses ``re.fullmatch``, the fallback is
-``SchemaValidator`` (jsonschema's Draft 2020-12 with the same ``pattern``), and ``published`` anchors every
+``tn_load04\n`` through ``^[A-Za-z0-9_.-]{1,64}$``. The compiled check matches whole values, the fallback is
+``SchemaValidator`` (jsonschema's Draft 2020-12 with the same ``pattern``), both through RE2 in linear time
+(gateway.catalog.patterns: a backend's pattern is untrusted), and ``published`` anchors every
 pattern a schema publishes (``^(?:...)$`` unless it is plainly ``^...$`` already), so a client reading it with
 search semantics accepts exactly what the gateway accepts.
 """
@@ -19,13 +20,14 @@ from __future__ import annotations
 
 import numbers
 import operator
-import re
 from collections.abc import Callable
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
+
+from gateway.catalog import patterns
 
 Check = Callable[[Any], bool]
 
@@ -191,8 +193,8 @@ def _string_checks(schema: dict[str, Any], format_checker: FormatChecker | None)
     if "pattern" in schema:
         if not isinstance(schema["pattern"], str):
             raise Unsupported
-        whole = re.compile(schema["pattern"]).fullmatch
-        checks.append(lambda value: not isinstance(value, str) or whole(value) is not None)
+        whole = patterns.whole(schema["pattern"])
+        checks.append(lambda value: not isinstance(value, str) or whole(value))
     if "format" in schema and format_checker is not None:
         name, conforms = schema["format"], format_checker.conforms
         checks.append(lambda value: conforms(value, name))
@@ -227,7 +229,7 @@ def _bound(schema: dict[str, Any], keyword: str) -> int | None:
 
 
 def _whole_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
-    if validator.is_type(instance, "string") and re.fullmatch(pattern, instance) is None:
+    if validator.is_type(instance, "string") and not patterns.whole(pattern)(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r} as a whole")
 
 
