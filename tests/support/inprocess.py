@@ -4,19 +4,23 @@ The gateway's real backend client (gateway.backend.client.McpBackend) is used un
 differs, so liveness tracking, reconnects and answer handling are the ones that ship. The server is the same
 code that runs as a child process, built from the very command line the config names (``-m MODULE --stdio
 --db PATH ...``), and it writes the same real SQLite file the tests assert on. Faults that end the process
-(``drop-after-write``) belong to the system tests, which run the backend as a real process.
+(``drop-after-write``) belong to the system tests, which run the backend as a real process. ``gateway_over``
+runs a gateway over a server a test writes itself (one that answers past the limits, or publishes hostile schemas).
 """
 
 from __future__ import annotations
 
 import importlib
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from mcp import Client
+from mcp.server import Server
 
 from gateway.backend.client import Opener
-from gateway.config import BackendSection, GatewayConfig
+from gateway.config import BackendSection, GatewayConfig, parse_config
+from gateway.runtime import Gateway, open_gateway
 
 SERVERS = {
     "legacy_backend": "legacy_backend.cli",
@@ -42,3 +46,15 @@ def opener_for(section: BackendSection) -> Opener:
         return Client(server, mode="legacy")
 
     return open_client
+
+
+@asynccontextmanager
+async def gateway_over(server: Server[Any], data: dict[str, Any]) -> AsyncIterator[Gateway]:
+    """A gateway (config ``data``) whose one backend is ``server``, a low-level SDK server written by the test,
+    reached in memory as a 2025-11-25 client reaches it."""
+
+    def opener() -> AbstractAsyncContextManager[Client]:
+        return Client(server, mode="legacy")
+
+    async with open_gateway(parse_config(data), opener=opener) as running:
+        yield running

@@ -11,19 +11,18 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client
 from mcp.server import Server, ServerRequestContext
 
 from gateway.catalog.published import build_catalog
 from gateway.config import ConfigError, parse_config
-from gateway.runtime import Gateway, open_gateway
+from gateway.runtime import Gateway
 from gateway.text import HIDDEN
 from tests.support.clients import Answers, connect, error_code, new_key
+from tests.support.inprocess import gateway_over
 
 pytestmark = pytest.mark.anyio
 
@@ -83,12 +82,7 @@ async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]
         write_many=passthrough(WRITES),
     )
     data["gateway"]["state_dir"] = str(tmp_path_factory.mktemp("bounds"))
-    server = backend()
-
-    def opener() -> AbstractAsyncContextManager[Client]:
-        return Client(server, mode="legacy")
-
-    async with open_gateway(parse_config(data), opener=opener) as running:
+    async with gateway_over(backend(), data) as running:
         yield running
 
 

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp import Client
 from mcp.server import Server, ServerRequestContext
 
 from gateway.catalog.published import build_catalog
 from gateway.config import parse_config
-from gateway.runtime import Gateway, open_gateway
+from gateway.runtime import Gateway
 from tests.support.clients import connect, error_body, error_code
+from tests.support.inprocess import gateway_over
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -71,12 +70,7 @@ def config_data() -> dict[str, Any]:
 async def gw(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Gateway]:
     data = config_data()
     data["gateway"]["state_dir"] = str(tmp_path_factory.mktemp("patterns"))
-    server = backend()
-
-    def opener() -> AbstractAsyncContextManager[Client]:
-        return Client(server, mode="legacy")
-
-    async with open_gateway(parse_config(data), opener=opener) as running:
+    async with gateway_over(backend(), data) as running:
         yield running
 
 
