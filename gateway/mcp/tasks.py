@@ -21,8 +21,9 @@ A url-mode write from a client that declared the extension on its request is ans
                    any replica, after any restart, may do it; its answer becomes the task's result, except a
                    ``backend_unavailable`` (nothing sent, the key free), which is tried again every RETRY_SECONDS
 
-Every method answers only the caller that created the task (anyone else: -32602, as for an unknown id), and only a
-request that declared the extension (else -32021, naming it).
+Every method answers only the caller that created the task (anyone else: -32602, as for an unknown id), only a
+request that declared the extension (else -32021, naming it), and, over HTTP, only a request whose ``Mcp-Name``
+header, when sent, names the same task as its ``taskId`` (else -32020).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import Field
 
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
@@ -142,6 +145,15 @@ def _fields(task: Task) -> dict[str, Any]:
     return fields
 
 
+def _routed(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """-32020 when an HTTP request's ``Mcp-Name`` header names another task than its ``taskId`` (the extension's
+    routing header: a load balancer may have sent it to the replica of the task the header names)."""
+    headers = getattr(ctx.request, "headers", None)
+    named = headers.get(MCP_NAME_HEADER) if headers is not None else None
+    if named is not None and decode_header_value(named) != task_id:
+        raise MCPError(code=HEADER_MISMATCH, message="Mcp-Name header does not match the request body's 'taskId'")
+
+
 def require_extension(ctx: ServerRequestContext[Any, Any]) -> None:
     """-32021, naming the extension, unless this request declared it."""
     capabilities = ctx.session.client_capabilities
@@ -155,7 +167,9 @@ def require_extension(ctx: ServerRequestContext[Any, Any]) -> None:
 
 async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -> Task:
     """The caller's own live task by id; -32021 when the request did not declare the extension, -32602 for an id
-    this caller has no task under (another caller's included) or whose task expired."""
+    this caller has no task under (another caller's included) or whose task expired; -32020 for a request whose
+    routing header names another task."""
+    _routed(ctx, task_id)
     require_extension(ctx)
     task = await gw.store.get_task(task_id[:128])
     if task is None or task.caller != current_caller(gw.config.gateway.stdio_caller):
