@@ -6,6 +6,7 @@
     live       the catalog as the backends allow it now: one part per backend, loaded, pinged and reloaded on its
                own, so a backend that hangs or dies takes only its own tools away
 
-``published``, ``schemas`` and ``patterns`` are pure apart from reading the config; ``live`` does the I/O of loading (through the
-backend clients) and runs in the gateway's background. The tools and the write package read what it built.
+``published``, ``schemas`` and ``patterns`` are pure apart from reading the config; ``live`` does the I/O of
+loading (through the backend clients) and runs in the gateway's background. The tools and the write package read
+what it built.
 """
