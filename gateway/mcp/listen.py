@@ -15,8 +15,10 @@ makes, never a backend call), so a task decided or resumed on another replica is
 asked for tasks alone ends gracefully once every one of them has ended, and every stream does when the process
 stops serving (so a SIGTERM is not held up by a client that listens).
 
-A stream is a held request, so they are bounded: MAX_TASK_IDS ids per stream, MAX_STREAMS_PER_CALLER streams per
-caller and MAX_STREAMS in all on one process (beyond that: -32600, saying which).
+A stream is a held request that reads the store, so they are bounded: as many task ids per stream as a caller may
+have live tasks (``[approvals] max_tasks_per_caller``), MAX_STREAMS_PER_CALLER streams per caller and MAX_STREAMS
+in all on one process (beyond that: -32600, saying which), each task read once per READ_SECONDS: at most
+4 x 20 tasks a second per caller with the defaults, each one read of the task and one of its approval.
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ from gateway.mcp.tasks import POLL_SECONDS, detailed, require_extension
 from gateway.runtime import Gateway
 from gateway.write.ask.form import STATELESS_ERA
 
-MAX_TASK_IDS = 64
-"""The most task ids one stream follows (more are left out of the acknowledgement)."""
-MAX_STREAMS_PER_CALLER = 8
+READ_SECONDS = POLL_SECONDS * 2
+"""How often a stream reads the tasks it follows (the poll interval tasks/get suggests, pollIntervalMs)."""
+MAX_STREAMS_PER_CALLER = 4
 """The most streams one caller holds open on one process at once."""
 MAX_STREAMS = 1024
 """The most streams one process holds open at once."""
@@ -100,11 +102,13 @@ def register(server: Server[Any], gw: Gateway) -> None:
 async def _stream(
     gw: Gateway, ctx: ServerRequestContext[Any, Any], wanted: types.SubscriptionFilter, caller: str
 ) -> types.SubscriptionsListenResult:
-    asked = [str(task_id)[:128] for task_id in (wanted.model_extra or {}).get("taskIds") or []]
+    asked = (wanted.model_extra or {}).get("taskIds") or []
+    if not isinstance(asked, list) or not all(isinstance(task_id, str) for task_id in asked):
+        raise MCPError(types.INVALID_PARAMS, "notifications.taskIds must be a list of task ids")
     if asked:
         require_extension(ctx)
     tools = wanted.tools_list_changed is True
-    following = await _own_live(gw, caller, asked[:MAX_TASK_IDS])
+    following = await _own_live(gw, caller, asked[: gw.config.approvals.max_tasks_per_caller])
     meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
     honored = types.SubscriptionFilter(tools_list_changed=True if tools else None)
     if asked:
@@ -130,7 +134,7 @@ async def _stream(
                 following.remove(task_id)
         if gw.closing or not (tools or following):
             break
-        with anyio.move_on_after(POLL_SECONDS if following else math.inf):
+        with anyio.move_on_after(READ_SECONDS if following else math.inf):
             await gw.tools_changed(seen_tools)
         if tools and gw.tools_version != seen_tools and not gw.closing:
             seen_tools = gw.tools_version
@@ -143,7 +147,7 @@ async def _own_live(gw: Gateway, caller: str, task_ids: list[str]) -> list[str]:
     """The ids among ``task_ids`` that name this caller's live tasks, in the order asked, each once."""
     own: list[str] = []
     for task_id in dict.fromkeys(task_ids):
-        task = await gw.store.get_task(task_id)
+        task = await gw.store.get_task(task_id[:128])
         if task is not None and task.caller == caller and gw.clock() < task.expires_at:
             own.append(task_id)
     return own

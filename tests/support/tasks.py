@@ -168,9 +168,11 @@ class Listen:
 
 
 @asynccontextmanager
-async def listening(client: Client, task_ids: list[str] | None = None, *, tools: bool = False) -> AsyncIterator[Listen]:
-    """A listen stream for ``task_ids`` (the extension's ``taskIds``) and/or ``toolsListChanged``, open while the
-    block runs (and closed by the client at its end if the server has not ended it)."""
+async def listening(
+    client: Client, task_ids: list[str] | str | None = None, *, tools: bool = False
+) -> AsyncIterator[Listen]:
+    """A listen stream for ``task_ids`` (the extension's ``taskIds``; a string, to see it refused) and/or
+    ``toolsListChanged``, open while the block runs (closed by the client at its end if the server has not)."""
     wanted: dict[str, Any] = {"toolsListChanged": True} if tools else {}
     if task_ids is not None:
         wanted["taskIds"] = task_ids

@@ -269,13 +269,17 @@ async def test_listening_for_tasks_needs_the_extension_and_a_caller_holds_few_st
         with anyio.fail_after(10):
             await refused.ended.wait()
     assert refused.error is not None and refused.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    async with agent(world) as client, tasks.listening(client, "tk_nothing") as not_a_list:
+        with anyio.fail_after(10):
+            await not_a_list.ended.wait()
+    assert not_a_list.error is not None and not_a_list.error.code == types.INVALID_PARAMS
     heard = tasks.Heard()
     async with Client(build_server(world.gw), message_handler=heard) as client, AsyncExitStack() as streams:
-        held = [await streams.enter_async_context(tasks.listening(client, tools=True)) for _ in range(9)]
-        await heard.until(lambda h: len(h.acks) == 8)
+        held = [await streams.enter_async_context(tasks.listening(client, tools=True)) for _ in range(5)]
+        await heard.until(lambda h: len(h.acks) == 4)
         with anyio.fail_after(10):
             await held[-1].ended.wait()
         assert not any(stream.ended.is_set() for stream in held[:-1])  # tools-only streams stay open
-    assert heard.acks == [{"toolsListChanged": True}] * 8
+    assert heard.acks == [{"toolsListChanged": True}] * 4
     assert held[-1].error is not None and held[-1].error.code == types.INVALID_REQUEST
-    assert "8 listen streams" in held[-1].error.error.message
+    assert "4 listen streams" in held[-1].error.error.message
