@@ -147,7 +147,7 @@ async def _own_live(gw: Gateway, caller: str, task_ids: list[str]) -> list[str]:
     """The ids among ``task_ids`` that name this caller's live tasks, in the order asked, each once."""
     own: list[str] = []
     for task_id in dict.fromkeys(task_ids):
-        task = await gw.store.get_task(task_id[:128])
+        task = await gw.store.get_task(task_id) if len(task_id) <= 128 else None  # no task id is longer
         if task is not None and task.caller == caller and gw.clock() < task.expires_at:
             own.append(task_id)
     return own
