@@ -12,7 +12,8 @@ module is the loop around them, written once:
   and tried again at the next third; one that finds the lock taken stops (the claim and settle under it are
   then refused by the store, which compares their token);
 - the token is remembered for the task (a context variable): ``token(target)`` is what the store's claim,
-  release and settle pass as their fence ("" outside a lock);
+  release and settle pass as their fence ("" outside a lock); a key's claim is remembered with its token until
+  the key is settled or released (``owner``), so a later call settles it as that claim's own;
 - the unlock runs shielded, and a store that cannot be reached lets the lock lapse with its lease.
 
 The lease must outlast the longest write timeout by ``LEASE_MARGIN_SECONDS`` (``lease_refusal``: ``check`` and
@@ -33,6 +34,7 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 
 from gateway.errors import StoreUnavailable
+from gateway.records import KeyRecord
 from gateway.stores.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ class LeasedLocks:
         self._steps = steps
         self._local = KeyedLocks()
         self._held: ContextVar[Mapping[str, str] | None] = ContextVar(f"{name}-locks-{id(self)}", default=None)
+        self._claims: dict[tuple[str, str], str] = {}
 
     def hold(self, target: str) -> AbstractAsyncContextManager[None]:
         """Hold the target's lock for the body."""
@@ -78,6 +81,21 @@ class LeasedLocks:
     def token(self, target: str) -> str:
         """The token this task holds the target's lock with, or "" outside a lock."""
         return (self._held.get() or {}).get(target, "")
+
+    def claimed(self, record: KeyRecord, token: str) -> None:
+        """Remember that this process claimed ``record``'s key with ``token``, until ``forget``."""
+        self._claims[(record.caller, record.key)] = token
+
+    def forget(self, record: KeyRecord) -> None:
+        """The key is settled or released: its claim is no longer this process's to settle."""
+        self._claims.pop((record.caller, record.key), None)
+
+    def owner(self, record: KeyRecord) -> str:
+        """The token this process claimed the key with (so that an outcome the store could not take at once is
+        stored later, by a call holding no lock, as its claim's own: gateway.write.outcome), else the token of the
+        lock this task holds. A key another replica found orphaned is unknown by then, and the key's state
+        machine refuses any other outcome over it."""
+        return self._claims.get((record.caller, record.key)) or self.token(record.target)
 
     @property
     def lease_ms(self) -> int:

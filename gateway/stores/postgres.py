@@ -198,7 +198,6 @@ class PostgresStore:
         self._opening = anyio.Lock()
         self._purged_at = 0.0
         self._locks = LeasedLocks(_Leases(self), self.lease, "postgres-store")
-        self._claimed: dict[tuple[str, str], str] = {}
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Conn]:
@@ -309,11 +308,11 @@ class PostgresStore:
         if existing is not None:
             return Claim(claimed=False, existing=await self._unless_orphaned(existing))
         if claim.claimed:
-            self._claimed[(record.caller, record.key)] = token
+            self._locks.claimed(record, token)
         return claim
 
     async def release(self, record: KeyRecord) -> None:
-        token = self._owner(record)
+        token = self._locks.owner(record)
 
         async def steps(conn: Conn) -> None:
             found = await (await conn.execute(RECORD + " FOR UPDATE", [record.caller, record.key])).fetchone()
@@ -326,10 +325,10 @@ class PostgresStore:
             )
 
         await self._transaction(steps)
-        self._claimed.pop((record.caller, record.key), None)
+        self._locks.forget(record)
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
-        token = self._owner(record)
+        token = self._locks.owner(record)
 
         async def steps(conn: Conn) -> AuditEntry | None:
             found = await (await conn.execute(RECORD + " FOR UPDATE", [record.caller, record.key])).fetchone()
@@ -357,15 +356,8 @@ class PostgresStore:
             return stored
 
         stored = await self._transaction(steps)
-        self._claimed.pop((record.caller, record.key), None)
+        self._locks.forget(record)
         return stored
-
-    def _owner(self, record: KeyRecord) -> str:
-        """The token this process claimed the key with (kept until its release or settle, so that an outcome the
-        store could not take at once is stored later, by the retry, as its own: gateway.write.outcome), else the
-        token of the lock this task holds. A key another replica found orphaned is unknown by then, and the
-        key's state machine refuses any other outcome over it."""
-        return self._claimed.get((record.caller, record.key)) or self._locks.token(record.target)
 
     async def consume_plan(self, plan_id: str) -> bool:
         return await self._count("DELETE FROM plans WHERE plan_id = %s AND in_use_by IS NULL", [plan_id]) == 1

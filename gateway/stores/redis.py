@@ -290,7 +290,6 @@ class RedisStore:
         self.config = parse_url(url)
         self.lease, self.prefix = self.config.lease, self.config.prefix
         self._keys = keys or ChainKeys.ephemeral()
-        self._claimed: dict[tuple[str, str], str] = {}
         # Fail closed within seconds when Redis is gone or stalled: a socket timeout (parse_url's default) and a
         # few quick retries, rather than redis-py's wait forever.
         retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.2), retries=self.config.retries)
@@ -367,7 +366,7 @@ class RedisStore:
                 f"the claim reached {acknowledged} of {self.config.min_replicas} Redis replicas in time"
             )
         if answer[0] == "claimed":
-            self._claimed[(record.caller, record.key)] = owner
+            self._locks.claimed(record, owner)
             return Claim(claimed=True)
         if answer[0] == "existing":
             return Claim(claimed=False, existing=await self._unless_orphaned(answer[1:]))
@@ -387,8 +386,8 @@ class RedisStore:
 
     async def release(self, record: KeyRecord) -> None:
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
-        await self._script("release", keys, [self._owner(record), record.key, _leaves("release")])
-        self._claimed.pop((record.caller, record.key), None)
+        await self._script("release", keys, [self._locks.owner(record), record.key, _leaves("release")])
+        self._locks.forget(record)
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         # The entry first (a Lua script cannot compute the chain's HMAC): a crash in between leaves the entry and
@@ -396,14 +395,14 @@ class RedisStore:
         stored = await self.append_audit(entry) if entry is not None else None
         keys = [self._record_key(record.caller, record.key), self._plan_key(record.plan_id)]
         try:
-            args = [record.state, codec.dump(record), self._owner(record), _leaves(record.state)]
+            args = [record.state, codec.dump(record), self._locks.owner(record), _leaves(record.state)]
             settled = await self._script("settle", keys, args)
         except StoreUnavailable as exc:
             if stored is None:
                 raise
             # The entry is stored: the outcome is kept without it (gateway.write.outcome), never audited twice.
             raise OutcomeNotRecorded(str(exc), stored) from None
-        self._claimed.pop((record.caller, record.key), None)
+        self._locks.forget(record)
         if not settled:
             log.warning(
                 "key %s was no longer this call's in-flight claim (its lock lapsed); its outcome %s was not recorded",
@@ -616,11 +615,6 @@ class RedisStore:
         await self._redis.aclose()
         for sentinel in self._sentinel.sentinels if self._sentinel is not None else []:
             await sentinel.aclose()
-
-    def _owner(self, record: KeyRecord) -> str:
-        """The token this process claimed the key with (kept until its release or settle), else the token of the
-        lock this task holds (as in the PostgreSQL store)."""
-        return self._claimed.get((record.caller, record.key)) or self._locks.token(record.target)
 
     async def _unless_orphaned(self, fields: list[Any]) -> KeyRecord | None:
         """A record from [body, state, owner]; an in-flight one whose owner lost its lock is settled unknown."""
