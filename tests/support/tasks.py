@@ -47,19 +47,16 @@ class _Notified(types.NotificationParams):
 
 
 class Heard:
-    """What listen streams carried to one client: acknowledgements, ``notifications/tasks`` (as dicts, ``_meta``
-    left out) and how many ``notifications/tools/list_changed``."""
+    """What listen streams carried to one client: their acknowledgements and ``notifications/tasks`` (as dicts,
+    ``_meta`` left out)."""
 
     def __init__(self) -> None:
         self.acks: list[dict[str, Any]] = []
         self.tasks: list[dict[str, Any]] = []
-        self.tools_changed = 0
 
     async def __call__(self, message: Any) -> None:  # the client's message handler
         if isinstance(message, types.SubscriptionsAcknowledgedNotification):
             self.acks.append(message.params.notifications.model_dump(by_alias=True, exclude_none=True))
-        elif isinstance(message, types.ToolListChangedNotification):
-            self.tools_changed += 1
 
     async def task(self, params: _Notified) -> None:
         self.tasks.append(params.model_dump(by_alias=True, mode="json", exclude={"meta"}))
