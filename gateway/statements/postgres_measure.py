@@ -23,7 +23,7 @@ a parser cannot see), DDL other than the forms above. Triggers and foreign keys 
 beyond any parser's sight: the number is what the statement itself names.
 
 Helper functions are written ``pg_catalog.count`` and so on, so a function of the same name earlier on a
-search path cannot stand in for them.
+search path cannot stand in for them (COALESCE is syntax, not a function, and needs no schema).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ VOLATILE = frozenset(
 ROW_KEY = "pg_catalog.concat_ws(':', {ref}.tableoid, {ref}.ctid, {ref}.xmin)"
 FINGERPRINT = (
     "SELECT pg_catalog.count(*) AS rows, "
-    "pg_catalog.coalesce(pg_catalog.md5(pg_catalog.string_agg(affected.k, ',' ORDER BY affected.k)), '') "
+    "COALESCE(pg_catalog.md5(pg_catalog.string_agg(affected.k, ',' ORDER BY affected.k)), '') "
     "AS fingerprint FROM ({rows}) AS affected"
 )
 
