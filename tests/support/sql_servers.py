@@ -107,6 +107,19 @@ def dbhub_params(database_url: str) -> StdioServerParameters:
     return StdioServerParameters(command="node", args=[str(DBHUB), "--transport", "stdio", "--dsn", dsn])
 
 
+def dbhub_split_params(database_url: str, directory: Path) -> StdioServerParameters:
+    """dbhub with two sources on one database, from a dbhub.toml written into ``directory``: ``execute_sql_main``
+    for writes and ``execute_sql_reader``, read-only (dbhub checks the leading keyword, then runs the statement in
+    ``BEGIN READ ONLY``), for reads and measuring reads."""
+    dsn = database_url.replace("postgresql://", "postgres://", 1) + "?sslmode=disable"
+    config = directory / "dbhub.toml"
+    config.write_text(
+        "".join(f'[[sources]]\nid = "{source}"\ndsn = "{dsn}"\n\n' for source in ("main", "reader"))
+        + '[[tools]]\nname = "execute_sql"\nsource = "reader"\nreadonly = true\n'
+    )
+    return StdioServerParameters(command="node", args=[str(DBHUB), "--transport", "stdio", "--config", str(config)])
+
+
 def alchemy_params(database: Path) -> StdioServerParameters:
     """mcp-alchemy over stdio against one SQLite file."""
     return StdioServerParameters(

@@ -10,7 +10,10 @@ What it answers (``execute_sql {sql}``, one JSON text block, no structuredConten
 
 Values come as node-postgres gives them: an int4 as a number, a bigint (``count(*)``) as a string, NULL as null.
 It splits the text into statements with a lexer of its own: several statements run in one transaction, a lone
-one runs as it is, through PostgreSQL's simple protocol, which runs every statement in the text.
+one runs as it is, through PostgreSQL's simple protocol, which runs every statement in the text. With a
+dbhub.toml of two sources on one database, one of them read-only, it publishes ``execute_sql_<source>`` per
+source, and the read-only one refuses writes by keyword (code ``READONLY_VIOLATION``) and runs the rest in a
+read-only transaction.
 """
 
 from __future__ import annotations
@@ -29,16 +32,16 @@ from gateway.statements.analysis import analyse
 from gateway.statements.model import Dialect
 from gateway.statements.refusals import Refusal, StatementRefused
 from gateway.statements.rules import Rules
-from tests.support.sql_servers import SEEDED, connected, counts, dbhub_params
+from tests.support.sql_servers import SEEDED, connected, counts, dbhub_params, dbhub_split_params
 
 pytestmark = pytest.mark.anyio
 CALL_TIMEOUT = 30.0
 
 
-async def execute(client: Client, sql: str) -> tuple[bool, dict[str, Any]]:
+async def execute(client: Client, sql: str, tool: str = "execute_sql") -> tuple[bool, dict[str, Any]]:
     """One ``execute_sql`` call: its error flag and its JSON answer (after checking the answer's envelope)."""
     with anyio.fail_after(CALL_TIMEOUT):
-        result: CallToolResult = await client.call_tool("execute_sql", {"sql": sql})
+        result: CallToolResult = await client.call_tool(tool, {"sql": sql})
     assert result.structured_content is None
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
     return result.is_error, json.loads(result.content[0].text)
@@ -159,3 +162,34 @@ async def test_dbhubs_own_splitter_disagrees_with_postgresql_and_only_the_analys
         with pytest.raises(StatementRefused) as refused:
             analyse(sql, Rules(Dialect.POSTGRES))
         assert refused.value.reason == reason
+
+
+async def test_a_read_only_source_refuses_what_writes_by_keyword_or_in_the_server(
+    pg_database: str, tmp_path: Path
+) -> None:
+    """Defence in depth for the query tool: a second source on the same database, marked read-only in dbhub.toml.
+    dbhub refuses a leading keyword other than SELECT, WITH, EXPLAIN, SHOW, and PostgreSQL refuses a write inside
+    its read-only transaction (nextval here, which a keyword check cannot see)."""
+    with (tmp_path / "dbhub.log").open("w") as errlog:
+        async with connected(dbhub_split_params(pg_database, tmp_path), errlog) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            read = await execute(client, "SELECT count(*) FROM rows", "execute_sql_reader")
+            keyword = await execute(client, "DELETE FROM rows", "execute_sql_reader")
+            hidden = await execute(
+                client, "WITH d AS (DELETE FROM rows RETURNING 1) SELECT * FROM d", "execute_sql_reader"
+            )
+            sequence = await execute(client, "SELECT nextval('rows_id_seq')", "execute_sql_reader")
+            written = await execute(client, "DELETE FROM rows WHERE tenant_id = 'tn_b'", "execute_sql_main")
+    assert set(tools) == {"execute_sql_main", "search_objects_main", "execute_sql_reader"}
+    reader_hints = tools["execute_sql_reader"].annotations
+    assert reader_hints is not None and reader_hints.read_only_hint is True
+    assert read[1]["data"] == {
+        "statements": [{"sql": "SELECT count(*) FROM rows", "rows": [{"count": "8"}], "count": 1}],
+        "source_id": "reader",
+    }
+    refused = "Read-only mode is enabled. Only the following SQL operations are allowed: select, with, explain, show"
+    assert keyword == (True, {"success": False, "error": refused, "code": "READONLY_VIOLATION"})
+    assert hidden == keyword
+    assert sequence == (True, failed("cannot execute nextval() in a read-only transaction"))
+    assert written[1]["data"]["statements"][0]["count"] == 3 and written[1]["data"]["source_id"] == "main"
+    assert counts(pg_database) == {**SEEDED, "rows": 5}
