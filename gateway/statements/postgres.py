@@ -14,6 +14,10 @@ Two things the server decides that the text does not say, both refused here:
 Built-in writing functions (``WRITING``): a function a read must not call because it changes data or the server,
 reaches outside the database (files, other servers), runs SQL given as text, or reads a table named by a string
 (around the table allow-list). A config adds its own (user-defined functions are invisible to a parser).
+
+No parser sees inside a view, a trigger, an operator or a cast: a read that reaches a writing function through
+one of those is caught only by running reads in a read-only transaction (dbhub's read-only source does; see
+tests/system/sqlservers/test_dbhub.py).
 """
 
 from __future__ import annotations
