@@ -15,6 +15,7 @@ The rooms, from the edges down; each imports only rooms below it (tests/unit/tes
     catalog/        the published tools built from config: schemas, annotations, argument checks
     identity/       principals, the current caller, bearer-token verifiers, secret keys
     config/         TOML in, frozen models out; the config's path and template language (config/expressions)
+    statements/     SQL for statement-executing backends: class, tables, refusals, measuring reads (pure)
     observability/  logs, metrics, traces
     ratelimit       per-caller and per-tool limits over the store's buckets
     records, errors, text, signing, cursor, crashpoints: small shared pieces at the bottom
