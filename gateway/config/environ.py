@@ -3,7 +3,9 @@
 need be neither in the config file nor in the environment that ``ps e`` and ``podman inspect`` show.
 
     secret(NAME)    NAME's value, else the content of the file $NAME_FILE without its final line break; None
-                    when neither is set; SecretError (naming both) when both are set or the file cannot be read
+                    when neither is set; SecretError (naming both) when both are set, or naming the file when it
+                    cannot be read or is empty (a Secret whose value was never filled in is refused, not taken
+                    as "unset": a ring left empty would otherwise fall back to a key of this replica's own)
     is_set(NAME)    whether either is set
     current(NAME)   as secret(), read again at each use (a rotated Secret file is picked up), "" when unset; a
                     file that became unreadable since start is logged by name and reads as ""
@@ -47,7 +49,10 @@ def secret(name: str, environ: Mapping[str, str] | None = None) -> str | None:
         raise SecretError(f"{name}{FILE_SUFFIX}: cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise SecretError(f"{name}{FILE_SUFFIX}: {path} is not UTF-8 text") from None
-    return text.removesuffix("\n").removesuffix("\r")
+    text = text.removesuffix("\n").removesuffix("\r")
+    if not text:
+        raise SecretError(f"{name}{FILE_SUFFIX}: {path} is empty (a secret not filled in?)")
+    return text
 
 
 def is_set(name: str, environ: Mapping[str, str] | None = None) -> bool:

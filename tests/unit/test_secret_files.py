@@ -55,6 +55,9 @@ def test_a_secret_comes_from_its_variable_or_from_the_file_its_twin_names(
     with pytest.raises(SecretError, match="HOOK_SECRET and HOOK_SECRET_FILE are both set"):
         secret("HOOK_SECRET")
     monkeypatch.delenv("HOOK_SECRET")
+    monkeypatch.setenv("HOOK_SECRET_FILE", _file(tmp_path, "empty", "\n"))
+    with pytest.raises(SecretError, match=f"HOOK_SECRET_FILE: {tmp_path / 'secrets' / 'empty'} is empty"):
+        secret("HOOK_SECRET")
     monkeypatch.setenv("HOOK_SECRET_FILE", str(tmp_path / "nowhere"))
     with pytest.raises(SecretError, match=f"HOOK_SECRET_FILE: cannot read {tmp_path / 'nowhere'}"):
         secret("HOOK_SECRET")
