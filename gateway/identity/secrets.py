@@ -141,8 +141,17 @@ def _ring(state_dir: Path, env_var: str, file_name: str) -> list[bytes]:
 
 
 def _read(file: Path) -> bytes:
-    """The key in a key file; FileNotFoundError when there is none yet, ValueError naming it when it is short."""
-    key = file.read_text(encoding="utf-8", errors="replace").strip().encode()
+    """The key in a key file; FileNotFoundError when there is none yet, ValueError naming it when it is short or
+    cannot be read (a state volume owned by another user, say)."""
+    try:
+        key = file.read_text(encoding="utf-8", errors="replace").strip().encode()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read the key file {file}: {exc.strerror or exc}; the state directory (gateway.state_dir) must "
+            "hold it as a file that the gateway's user can read"
+        ) from None
     if len(key) < MIN_KEY:
         held = "is empty" if not key else f"holds {len(key)} characters"
         raise ValueError(

@@ -6,6 +6,9 @@ beside this module, not in each test.
 - No container registry: images are built from a base made of Debian packages (.ci/setup-podman.sh imports it
   as BASE), never pulled; the build mounts the host's CA bundle for pip, whose HTTPS passes a TLS-intercepting
   proxy.
+- podman-compose on podman 4.3 ignores ``depends_on`` health conditions, and podman does not always restart a
+  container whose dependency is itself restarting: ``after_migrate`` waits for compose's migrate step and then
+  starts the gateway that had given up on the missing schema.
 - podman 4.3's ``play kube`` mounts a Secret's ``data`` without decoding it (and ignores ``stringData``), and
   panics on a ``secret`` volume without ``optional``: kube.py hands it a Secret's values as a ConfigMap instead.
 
@@ -94,9 +97,10 @@ def gateway_image() -> str:
 
 def support_image(name: str) -> str:
     """A service's image for the tests (tests/support/images/NAME.Containerfile on the test base), kept between
-    runs under a tag that changes with its Containerfile."""
+    runs under a tag that changes with its Containerfile and the files beside it named NAME-*."""
     containerfile = IMAGES / f"{name}.Containerfile"
-    digest = hashlib.sha256(containerfile.read_bytes() + BASE.encode()).hexdigest()[:12]
+    made_from = b"".join(path.read_bytes() for path in sorted(IMAGES.glob(f"{name}[.-]*")))  # and its scripts
+    digest = hashlib.sha256(made_from + BASE.encode()).hexdigest()[:12]
     tag = f"localhost/mcp-safety-gateway-test-{name}:{digest}"
     if podman("image", "exists", tag, check=False).returncode != 0:
         build(tag, containerfile, IMAGES)
@@ -161,6 +165,21 @@ def wait_http(url: str, status: int = 200, seconds: float = 90, host: str | None
             last = type(exc).__name__
         time.sleep(0.25)
     raise AssertionError(f"{url} did not answer {status} within {seconds:.0f} s; last: {last}")
+
+
+def after_migrate(migrate: str, gateway: str, seconds: float = 90) -> None:
+    """Wait until compose's migrate step has succeeded, then start the gateway if it stopped meanwhile (it refuses
+    to serve a PostgreSQL store before its tables are there)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        state = json.loads(podman("inspect", migrate).stdout)[0]["State"]
+        if state["Status"] == "exited" and state["ExitCode"] == 0:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{migrate} did not succeed within {seconds:.0f} s:\n{logs(migrate)}")
+        time.sleep(0.5)
+    if json.loads(podman("inspect", gateway).stdout)[0]["State"]["Status"] != "running":
+        podman("start", gateway)
 
 
 def logs(container: str) -> str:

@@ -96,7 +96,7 @@ async def _replay(url: str, key: str, plan: str) -> dict[str, object]:
         return dict(result.structured_content)
 
 
-def test_the_image_holds_no_compiler_no_tests_and_no_secret(image: str) -> None:
+def test_the_image_holds_no_compiler_no_installer_no_tests_and_no_secret(image: str) -> None:
     config = json.loads(podman("image", "inspect", image).stdout)[0]["Config"]
     assert config["User"] == "10001:10001" and config["StopSignal"] == "SIGTERM"
     assert set(config["Volumes"]) == {STATE}
@@ -106,7 +106,8 @@ def test_the_image_holds_no_compiler_no_tests_and_no_secret(image: str) -> None:
         "for tool in gcc cc c++ cpp make ld curl pip pip3; do command -v $tool; done; "
         "find / -xdev \\( -name secret.key -o -name audit.key -o -name '*.pem' -path '*gateway*' \\) -print; "
         "find /opt/venv -path '*site-packages/tests' -o -name 'test_*.py' -path '*site-packages/gateway*'; "
-        f"ls -A {STATE}"
+        f"ls -A {STATE}; "
+        "python -c 'import importlib.util as u; [print(m) for m in (\"pip\", \"setuptools\") if u.find_spec(m)]'"
     )
     found = podman("run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", look, check=False)
     assert found.stdout.split() == [], f"the image should hold none of these: {found.stdout}"

@@ -81,3 +81,21 @@ def test_an_empty_or_short_key_file_is_refused_in_a_sentence_naming_it(
     with pytest.raises(ValueError, match=file_name):
         LOADERS["secret" if file_name == KEY_FILE else "audit"](state)
     assert (state / file_name).read_text() == content, "the file is left for the operator to restore"
+
+
+def test_a_key_file_that_cannot_be_read_is_refused_in_a_sentence_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GATEWAY_SECRET_KEY", raising=False)
+    monkeypatch.delenv("GATEWAY_AUDIT_KEY", raising=False)
+    state = tmp_path / "state"
+    (state / KEY_FILE).mkdir(parents=True)  # what a wrongly mounted volume can leave: not a readable file
+    config = tmp_path / "gateway.toml"
+    store = f"sqlite:{tmp_path}/gateway.db"
+    config.write_text(to_toml(config_data(TENANTS, tmp_path / "backend.db", store=store, state_dir=state)))
+    assert main(["check", "--config", str(config)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        f"mcp-safety-gateway: cannot read the key file {state / KEY_FILE}: Is a directory; the state directory "
+        "(gateway.state_dir) must hold it as a file that the gateway's user can read"
+    ]
