@@ -107,7 +107,7 @@ def test_the_image_holds_no_compiler_no_installer_no_tests_and_no_secret(image: 
         "find / -xdev \\( -name secret.key -o -name audit.key -o -name '*.pem' -path '*gateway*' \\) -print; "
         "find /opt/venv -path '*site-packages/tests' -o -name 'test_*.py' -path '*site-packages/gateway*'; "
         f"ls -A {STATE}; "
-        "python -c 'import importlib.util as u; [print(m) for m in (\"pip\", \"setuptools\") if u.find_spec(m)]'"
+        'python -c \'import importlib.util as u; [print(m) for m in ("pip", "setuptools") if u.find_spec(m)]\''
     )
     found = podman("run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", look, check=False)
     assert found.stdout.split() == [], f"the image should hold none of these: {found.stdout}"
