@@ -13,7 +13,7 @@ need be neither in the config file nor in the environment that ``ps e`` and ``po
 Start-up checks that every secret the config names can be read (gateway.identity.secrets.secret_refusal), so
 ``check`` and ``serve`` refuse a missing file at once, naming the variable.
 
-Every secret the gateway reads is read through here (docs/configuration.md, "Secrets"): the key rings
+Every secret the serving gateway reads comes through here (docs/configuration.md, "Secrets"): the key rings
 ``GATEWAY_SECRET_KEY`` and ``GATEWAY_AUDIT_KEY``, the store's password ``GATEWAY_STORE_PASSWORD``, and each
 variable a config key ending in ``_env`` names (OIDC and introspection client secrets, webhook secrets, a backend's
 headers, token hashes).
