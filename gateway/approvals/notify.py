@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ import httpx
 
 from gateway.approvals.lifecycle import approval_facts
 from gateway.config import Webhook
+from gateway.config.environ import current
 from gateway.identity.principal import readable
 from gateway.records import Approval
 from gateway.signing import SIGNATURE_HEADER, signature
@@ -118,7 +118,7 @@ def slack_escaped(text: str) -> str:
 
 def signed(webhook: Webhook, body: bytes, now: float | None = None) -> dict[str, str]:
     """The signature header for a notice's body (none when the webhook has no secret)."""
-    secret = os.environ.get(webhook.secret_env, "") if webhook.secret_env else ""
+    secret = current(webhook.secret_env) if webhook.secret_env else ""
     if not secret:
         return {}
     stamp = int(now if now is not None else time.time())

@@ -37,6 +37,7 @@ from prometheus_client import Counter
 
 from gateway.audit.display import entry_json
 from gateway.config import AuditStreamSection
+from gateway.config.environ import current
 from gateway.records import AuditEntry
 from gateway.signing import SIGNATURE_HEADER, signature
 
@@ -139,9 +140,9 @@ async def open_feed(section: AuditStreamSection, counter: Counter) -> AsyncItera
 
 
 def webhook_secret(section: AuditStreamSection) -> bytes:
-    """The webhook's signing secret from the environment; SinkError if it is not there."""
+    """The webhook's signing secret from the environment (or its ``_FILE``); SinkError if it is not there."""
     assert section.webhook_secret_env is not None
-    secret = os.environ.get(section.webhook_secret_env, "")
+    secret = current(section.webhook_secret_env)
     if len(secret) < 16:
         raise SinkError(
             f"audit_stream.webhook_secret_env: set {section.webhook_secret_env} to a secret of 16 characters or more"

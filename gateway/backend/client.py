@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import sys
 import time
@@ -44,6 +43,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
 from gateway.config import BackendSection
+from gateway.config.environ import current
 from gateway.observability.tracing import inject_traceparent, span
 from gateway.records import Reply
 
@@ -281,7 +281,7 @@ def opener_for(config: BackendSection) -> Opener:
 
     def open_http() -> AbstractAsyncContextManager[Client]:
         assert config.url is not None
-        headers = {name: os.environ.get(var, "") for name, var in config.headers_from_env.items()}
+        headers = {name: current(var) for name, var in config.headers_from_env.items()}
         headers["accept-encoding"] = "identity"  # the cap counts the bytes as they arrive: no compressed bombs
         capped = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
         hooks = {"request": [inject_traceparent]}  # W3C trace context for the backend's HTTP side too

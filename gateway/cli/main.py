@@ -203,9 +203,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
         return 2
-    from gateway.identity.secrets import env_refusal
+    from gateway.identity.secrets import secret_refusal
 
-    refusal = env_refusal()
+    refusal = secret_refusal(config)
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
@@ -296,9 +296,9 @@ def run_init(directory: Path, force: bool) -> int:
 def log_where_state_lives(config: GatewayConfig) -> None:
     """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
     from gateway.config.paths import where_state_lives
-    from gateway.identity.secrets import ENV_VAR
+    from gateway.identity.secrets import from_environment
 
-    log.info(where_state_lives(config.gateway, bool(os.environ.get(ENV_VAR, "").strip())))
+    log.info(where_state_lives(config.gateway, from_environment()))
 
 
 def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:

@@ -5,7 +5,8 @@ A bad file fails at start with one sentence per problem naming the TOML key, for
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
 call backs which tool), ``kinds`` (the read, preview and write tools, each kind answering for itself; ``face``
 holds what they show a client), ``passthrough`` (a backend's own tools, published on purpose) and ``identities``
-(whether callers and approvers are one identity space, as four eyes needs); this module joins them into
+(whether callers and approvers are one identity space, as four eyes needs); ``environ`` reads the secrets the config
+names by environment variable (or from the file ``VAR_FILE`` names); this module joins them into
 ``GatewayConfig``, checks the references between them, and reads and writes TOML.
 
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.loopback import is_loopback
-from gateway.config.sections import STATIC_ISSUER, Model, require_secure
+from gateway.config.sections import STATIC_ISSUER, HashedToken, Model, require_secure
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,10 @@ class Webhook(Model):
         return require_secure("a webhook URL", url)
 
 
-class ApproverToken(Model):
-    """An approver known by the SHA-256 (hex) of their token; the token itself is never stored."""
+class ApproverToken(HashedToken):
+    """An approver known by the SHA-256 (hex) of their token (``sha256``, or ``sha256_env``: HashedToken); the
+    token itself is never stored."""
 
-    sha256: str = Field(pattern="^[0-9a-f]{64}$")
     issuer: str = Field(STATIC_ISSUER, min_length=1)
     """The issuer of the person this token stands for (``https://login.example.com``: the same person as that
     provider's ``subject``); unset, ``static``: the same person only as a static caller token naming no issuer."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.config.environ import FILE_SUFFIX, secret
 from gateway.config.loopback import is_secure_url
 from gateway.config.store_url import credentials_refusal, is_postgres
 
@@ -73,10 +75,39 @@ STATIC_ISSUER = "static"
 (gateway/identity/person.py compares people as (issuer, subject))."""
 
 
-class StaticToken(Model):
-    """A bearer token known by its SHA-256 (hex); the token itself is never stored."""
+SHA256_HEX = re.compile("^[0-9a-f]{64}$")
 
-    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+
+class HashedToken(Model):
+    """A token known by its SHA-256 (hex), never by itself: written in the file (``sha256``), or read from the
+    environment when the config is loaded (``sha256_env`` names a variable holding it, or the variable's ``_FILE``
+    twin naming a file that does: a mounted secret)."""
+
+    sha256: str = Field(pattern=SHA256_HEX.pattern)
+    sha256_env: str | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hash_from_the_environment(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("sha256_env") is None:
+            return data
+        if "sha256" in data:
+            raise ValueError("set sha256 or sha256_env, not both")
+        name = str(data["sha256_env"])
+        value = (secret(name) or "").strip().lower()  # SecretError is a ValueError naming the variable
+        if not value:
+            raise ValueError(
+                f"sha256_env names {name}, which is not set (nor {name}{FILE_SUFFIX}): set it to the token's SHA-256 "
+                'in hex (printf %s "$TOKEN" | sha256sum)'
+            )
+        if not SHA256_HEX.match(value):
+            raise ValueError(f"sha256_env: {name} does not hold a SHA-256 in hex (64 characters 0-9 a-f)")
+        return {**data, "sha256": value}
+
+
+class StaticToken(HashedToken):
+    """A caller's bearer token known by its SHA-256 (hex); the token itself is never stored."""
+
     client_id: str
     subject: str | None = None
     issuer: str | None = Field(None, min_length=1)

@@ -4,7 +4,8 @@
     person     a person as (issuer, subject): the one space callers and approvers are compared in (four eyes)
     caller     the current caller and its scopes (a request's access token, or the stdio caller), and authorization
     verifiers  bearer tokens checked as the config says: static hashes, JWT (JWKS or PEM), RFC 7662 introspection
-    secrets    the sealing and audit keys: from the environment, or generated once into the state directory
+    secrets    the sealing and audit keys (from the environment, or generated once into the state directory),
+               and the start-up check that every secret the config names can be read
 
 May be imported by anything above config; imports only config, errors and the SDK's auth context.
 """

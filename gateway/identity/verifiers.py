@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from cachetools import TTLCache
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from gateway.config import AuthSection, IntrospectionVerifier, JwtVerifier, StaticToken
+from gateway.config.environ import current
 from gateway.identity.person import DISPLAY, PERSON_ISSUER, display_of
 
 log = logging.getLogger(__name__)
@@ -133,9 +133,7 @@ class IntrospectedTokens:
     async def _introspect(self, token: str) -> AccessToken | None:
         auth = None
         if self._config.client_id_env and self._config.client_secret_env:
-            auth = httpx.BasicAuth(
-                os.environ.get(self._config.client_id_env, ""), os.environ.get(self._config.client_secret_env, "")
-            )
+            auth = httpx.BasicAuth(current(self._config.client_id_env), current(self._config.client_secret_env))
         try:
             async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
                 response = await http.post(

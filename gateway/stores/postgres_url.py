@@ -15,9 +15,10 @@ waits forever), and TCP keepalives to probing an idle connection after 10 s, so 
 libpq's environment applies as usual (``PGHOST``, ``PGSSLMODE``, ``PGPASSWORD``, ``PGPASSFILE``, ...).
 
 Never a password in the config file: neither ``user:password@`` nor ``password=`` is accepted in ``gateway.store``
-(``credentials_refusal``, checked when the config is loaded). The password comes from where libpq looks for it:
-``PGPASSWORD``, a password file (``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``), a service file, or no password
-at all (peer, certificate or GSS authentication).
+(``credentials_refusal``, checked when the config is loaded). The password comes from ``GATEWAY_STORE_PASSWORD``
+or the file ``GATEWAY_STORE_PASSWORD_FILE`` names (a mounted secret; either wins over libpq's own), else from where
+libpq looks for it: ``PGPASSWORD``, a password file (``~/.pgpass``, ``PGPASSFILE`` or ``passfile=``), a service
+file, or no password at all (peer, certificate or GSS authentication).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 
 from gateway.config.store_url import credentials_refusal as credentials_refusal
+from gateway.config.store_url import store_password
 from gateway.stores.leases import DEFAULT_LEASE_SECONDS
 
 DEFAULT_SCHEMA = "gateway"
@@ -66,6 +68,9 @@ def parse_url(url: str) -> PostgresUrl:
         # quote, not quote_plus: libpq reads a '+' in a URL as itself.
         query = urlencode(theirs, quote_via=quote)
         params = conninfo_to_dict(urlunsplit(parts._replace(scheme="postgresql", query=query)))
+        password = store_password()
+        if password:
+            params["password"] = password
         conninfo = make_conninfo("", **params)
     except ProgrammingError as exc:
         raise ValueError(f"gateway.store: {exc} in the PostgreSQL URL") from None

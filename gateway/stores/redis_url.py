@@ -1,6 +1,7 @@
 """The Redis store's URL: which parameters are ours and which redis-py's, and the defaults that make a stalled
 Redis fail fast (the lock lease's check against the write timeouts is gateway/stores/leases.py's, for every
-shared store).
+shared store). A URL without a password takes ``GATEWAY_STORE_PASSWORD`` (or the file ``GATEWAY_STORE_PASSWORD_FILE``
+names), so the password can stay out of the config file.
 
     redis://[[user]:password@]host:6379/0?PARAMS                      one primary (rediss:// TLS, unix:// socket)
     redis+sentinel://[[user]:password@]h1:26379,h2:26379,h3:26379/SERVICE[/DB]?PARAMS
@@ -20,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from gateway.config.store_url import store_password
 from gateway.stores.leases import DEFAULT_LEASE_SECONDS, LEASE_MARGIN_SECONDS, lease_refusal
 
 DEFAULT_PREFIX = "gateway:"
@@ -71,6 +73,10 @@ def parse_url(url: str) -> RedisUrl:
         else:
             raise ValueError(f"gateway.store: unknown parameter {name!r} in the Redis URL")
     sentinel = parts.scheme == SENTINEL_SCHEME
+    password = store_password()
+    if password and parts.password is None:  # the URL's own wins: it says so where it stands
+        user, _, hosts = parts.netloc.rpartition("@")
+        parts = parts._replace(netloc=f"{user.partition(':')[0]}:{quote(password, safe='')}@{hosts}")
     parsed = RedisUrl(
         lease=_number(ours, "lock_lease", DEFAULT_LEASE_SECONDS, float, positive=True),
         prefix=ours.get("prefix", DEFAULT_PREFIX),

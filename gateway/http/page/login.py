@@ -19,7 +19,6 @@ import base64
 import hashlib
 import hmac
 import logging
-import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ import httpx
 import jwt
 
 from gateway.config import ApproverToken, OidcLogin
+from gateway.config.environ import current
 from gateway.identity.person import display_of, person_id
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class OidcClient:
             "code_verifier": str(kept.get("verifier", "")),
         }
         if self._config.client_secret_env:
-            form["client_secret"] = os.environ.get(self._config.client_secret_env, "")
+            form["client_secret"] = current(self._config.client_secret_env)
         try:
             async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
                 response = await http.post(metadata["token_endpoint"], data=form)
