@@ -9,6 +9,9 @@ A write action's name is verified without calling it (gateway.cli.actions): agai
 when it enumerates its actions; otherwise, only when the operator asks (``--probe-actions``), by calling the
 god-tool with an action that cannot exist and finding the name in the refusal's list of valid actions;
 otherwise the check warns that the action is unverified.
+
+What is checked of one tool is its kind's (gateway.tools.kinds: a read's list, a preview's target read, the action
+a write would call); this module runs those steps in order for each backend and prints what they found.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from mcp_types import Tool
@@ -27,33 +28,13 @@ from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.cli import actions
-from gateway.config import (
-    BackendSection,
-    GatewayConfig,
-    Lookup,
-    PreviewTool,
-    ReadTool,
-    ToolConfig,
-)
-from gateway.config.expressions import MISSING, at_path
+from gateway.config import GatewayConfig
 from gateway.config.godtool import enumerated
-from gateway.errors import Code, ToolError
+from gateway.errors import ToolError
 from gateway.runtime import load_catalog
 from gateway.text import columns, printable, quoted
-
-PROBE_ID = "__gateway_check_absent__"
-
-
-@dataclass
-class Report:
-    """What the check found: problems (each names a config key), warnings and notes."""
-
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def problem(self, key: str, sentence: str) -> None:
-        self.problems.append(f"{key}: {sentence}")
+from gateway.tools.kinds.checking import Checking, Probe, Report, backend_says
+from gateway.tools.kinds.registry import kind_of
 
 
 async def check(
@@ -139,21 +120,8 @@ def what_leaves(config: GatewayConfig) -> list[str]:
 
 
 def _weaker_rules(config: GatewayConfig) -> list[str]:
-    """A warning for every approval rule whose mode is weaker than its tool's own confirm."""
-    from gateway.approvals.policy import weaker_rules
-
-    warnings = []
-    for name, tool in config.tools.items():
-        confirmed = tool.as_confirmed()
-        if confirmed is None:
-            continue
-        for rule in weaker_rules(confirmed):
-            warnings.append(
-                f"tools.{name}.approval {rule.name}: mode {rule.mode!r} is weaker than the tool's confirm ="
-                f" {confirmed.confirm!r}, so a write this rule matches is confirmed less strictly than the tool's"
-                " default"
-            )
-    return warnings
+    """What each tool's kind warns of in its own table (an approval rule weaker than the tool's own confirm)."""
+    return [warning for name, tool in config.tools.items() for warning in kind_of(tool).warnings(name, tool)]
 
 
 async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: Report) -> list[str]:
@@ -163,27 +131,27 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
     from gateway.approvals.policy import choose, facts
     from gateway.cli.call.terminal import UsageError, parse_pairs
     from gateway.identity.caller import caller_facts
-    from gateway.tools.preview import effect
 
     config = next(iter(probes.values())).config
     named = config.tools.get(words[0]) if words else None
-    write = named.as_write() if named is not None else None
-    if len(words) < 2 or write is None:
-        names = ", ".join(name for name, tool in config.tools.items() if tool.as_write() is not None)
+    if len(words) < 2 or named is None or not kind_of(named).explains:
+        names = ", ".join(name for name, tool in config.tools.items() if kind_of(tool).explains)
         report.problem("--explain", f"give a write tool ({names}), a target id and the other arguments as key=value")
         return []
-    preview, probe = config.preview_of(write), probes[config.backend_of(words[0])]
+    probe = probes[config.backend_of(words[0])]
     try:
-        args = {**parse_pairs(words[2:]), preview.target_input: words[1]}
-        state, summary = await effect(probe.reader, probe.lookup, preview, args)
+        pairs = parse_pairs(words[2:])
+        seen = await kind_of(named).explained(probe, words[0], named, words[1], pairs)
     except (UsageError, ToolError) as err:
         report.problem("--explain", str(err))
         return []
     caller = caller_facts(config, config.gateway.stdio_caller)
     zero = {window: 0 for window in ("minute", "hour", "day")}
     writes = {scope: dict(zero) for scope in ("caller", "tool", "caller_tool", "all")}
-    choice, evaluations = choose(write, facts(caller, words[0], words[1], state, summary, args, writes))
-    lines = ["", f"explain {words[0]} {quoted(words[1])}: {json.dumps(summary)}"]
+    choice, evaluations = choose(
+        seen.tool, facts(caller, words[0], words[1], seen.state, seen.summary, seen.arguments, writes)
+    )
+    lines = ["", f"explain {words[0]} {quoted(words[1])}: {json.dumps(seen.summary)}"]
     for evaluation in evaluations:
         verdict = "holds" if evaluation.holds else "does not hold"
         lines.append(
@@ -204,37 +172,6 @@ async def _explain_rules(probes: Mapping[str, Probe], words: list[str], report: 
     return lines
 
 
-@dataclass(frozen=True)
-class Probe:
-    """What a check of one backend reads through: the config and that backend's reads (no store, no keys)."""
-
-    config: GatewayConfig
-    name: str
-    section: BackendSection
-    backend: Backend
-    reader: TargetReader
-    readers: Mapping[str, TargetReader]
-    probe_actions: bool = False
-
-    async def lookup(self, name: str) -> dict[str, Any]:
-        """A lookup table, read from its own backend."""
-        return await self.readers[self.config.lookup_backend(name)].lookup(name, self.config.lookups[name])
-
-    @property
-    def key(self) -> str:
-        """The backend's table in the config: ``backend`` or ``backends.NAME``."""
-        return "backend" if self.config.backend is self.section else f"backends.{self.name}"
-
-    def tools(self) -> dict[str, ToolConfig]:
-        """The configured tools this backend serves."""
-        return {name: tool for name, tool in self.config.tools.items() if self.config.backend_of(name) == self.name}
-
-    def lookups(self) -> dict[str, Lookup]:
-        """The lookups read from this backend."""
-        config = self.config
-        return {name: lookup for name, lookup in config.lookups.items() if config.lookup_backend(name) == self.name}
-
-
 async def _check_backend(probe: Probe, report: Report) -> None:
     section, key = probe.section, probe.key
     tools = {tool.name: tool for tool in await probe.backend.list_tools()}
@@ -252,29 +189,26 @@ async def _check_backend(probe: Probe, report: Report) -> None:
         name = getattr(section, argument)
         if properties and name not in properties:
             report.problem(f"{key}.{argument}", f"{section.tool} has no argument {name!r}; it has {sorted(properties)}")
-    sample: dict[str, Any] | None = None
-    for name, tool in mapped.items():
-        read = tool.as_read()
-        if read is not None:
-            sample = await _check_read(probe, name, read, report) or sample
+    checking = Checking(probe, report)
+    for name, tool in mapped.items():  # each kind's step; a list is read before the lookups, a target after
+        if kind_of(tool).checked_before_lookups:
+            await kind_of(tool).check(checking, name, tool)
     for name, lookup in probe.lookups().items():
         try:
             table = await probe.reader.lookup(name, lookup)
             report.notes.append(f"lookups.{name} has {len(table)} entries")
         except ToolError as err:
             action = lookup.call.action if lookup.call is not None else ""
-            report.problem(f"lookups.{name}.call", await _backend_says(probe, err, action, {}))
+            report.problem(f"lookups.{name}.call", await backend_says(probe, err, action, {}))
     for name, tool in mapped.items():
-        preview = tool.as_preview()
-        if preview is not None:
-            await _check_preview(probe, name, preview, sample, report)
-    await _check_write_actions(probe, god, report)
+        if not kind_of(tool).checked_before_lookups:
+            await kind_of(tool).check(checking, name, tool)
+    await _check_write_actions(probe, god, report, checking.actions)
 
 
-async def _check_write_actions(probe: Probe, god: Tool, report: Report) -> None:
-    """Every write action's name, verified without calling it (see the module docstring)."""
-    planned = {name: tool.as_write() for name, tool in probe.tools().items()}
-    writes = {name: write.call.action for name, write in planned.items() if write is not None}
+async def _check_write_actions(probe: Probe, god: Tool, report: Report, writes: Mapping[str, str]) -> None:
+    """Every write action's name (by the write tool that would call it), verified without calling it (see the
+    module docstring)."""
     if not writes:
         return
     argument = probe.section.action_argument
@@ -306,67 +240,6 @@ async def _refusal_of_an_impossible_action(probe: Probe) -> str | None:
     return reply.text if reply.is_error else None
 
 
-async def _check_read(probe: Probe, name: str, tool: ReadTool, report: Report) -> dict[str, Any] | None:
-    try:
-        items = await probe.reader.items(tool.call)
-    except ToolError as err:
-        report.problem(f"tools.{name}.call", await _backend_says(probe, err, tool.call.action, {}))
-        return None
-    report.notes.append(f"tools.{name}: {tool.call.action!r} lists {len(items)} items")
-    if not items:
-        return None
-    first = items[0]
-    if at_path(first, tool.sort_key) is MISSING:
-        report.problem(f"tools.{name}.sort_key", f"the backend's items have no {tool.sort_key!r}")
-    for field_name, output in tool.fields.items():
-        if at_path(first, output.source) is MISSING:
-            report.problem(
-                f"tools.{name}.fields.{field_name}.from",
-                f"the backend's items have no {output.source!r} (an item looks like {_peek(first)})",
-            )
-    return first if isinstance(first, dict) else None
-
-
-async def _check_preview(
-    probe: Probe, name: str, tool: PreviewTool, sample: dict[str, Any] | None, report: Report
-) -> None:
-    target = tool.target
-    try:
-        await probe.reader.get(target, PROBE_ID)
-        report.problem(f"tools.{name}.target.get", f"reading a target that cannot exist ({PROBE_ID}) succeeded")
-    except ToolError as err:
-        if err.code != Code.TARGET_NOT_FOUND:
-            report.problem(
-                f"tools.{name}.target.get.action",
-                f"{target.get.action!r} did not answer 'not found' for an absent id "
-                f"({await _backend_says(probe, err, target.get.action, {})}); "
-                f"check the action name and target.not_found_text",
-            )
-            return
-    report.notes.append(f"tools.{name}: {target.get.action!r} answers 'not found' for an absent {target.noun}")
-    if sample is None:
-        return
-    for key in ("id", "key", "name"):
-        if isinstance(sample.get(key), str):
-            break
-    else:
-        return
-    try:
-        state = await probe.reader.get(target, sample[key])
-    except ToolError as err:
-        report.problem(f"tools.{name}.target.get", f"reading {sample[key]!r} failed: {_explain(err)}")
-        return
-    if target.id_in(state) is MISSING:
-        report.problem(f"tools.{name}.target.id_field", f"the {target.noun} has no string {target.id_field!r}")
-    if target.version_in(state) is MISSING:
-        report.problem(f"tools.{name}.target.version_field", f"the {target.noun} has no {target.version_field!r}")
-    for field_name, summary in tool.summary.items():
-        if summary.target is not None and at_path(state, summary.target) is MISSING:
-            report.problem(f"tools.{name}.summary.{field_name}.target", f"the {target.noun} has no {summary.target!r}")
-    if target.protected_field is not None and at_path(state, target.protected_field) is MISSING:
-        report.problem(f"tools.{name}.target.protected_field", f"the {target.noun} has no {target.protected_field!r}")
-
-
 def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
     """The published tools with their kind, hints, backend action (or the backend's own tool) and backend."""
     rows = [("tool", "kind", "readOnly", "destructive", "idempotent", "openWorld", "backend action", "backend")]
@@ -386,23 +259,3 @@ def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
             )
         )
     return columns(rows)
-
-
-def _explain(err: ToolError) -> str:
-    return err.message.removesuffix(" Nothing was changed.")
-
-
-async def _backend_says(probe: Probe, err: ToolError, action: str, payload: dict[str, Any]) -> str:
-    """The refusal, with the backend's own words when it answered with an error (an operator reads this)."""
-    if err.code != Code.BACKEND_ERROR:
-        return _explain(err)
-    try:
-        reply = await probe.backend.read(action, payload)
-    except BackendUnavailable:
-        return _explain(err)
-    return f"{_explain(err)} It said: {printable(reply.text[:200])}" if reply.is_error else _explain(err)
-
-
-def _peek(item: Any) -> str:
-    text = json.dumps(item)
-    return text if len(text) <= 120 else text[:119] + "…"

@@ -3,11 +3,13 @@
 A bad file fails at start with one sentence per problem naming the TOML key, for example
 ``tools.reset_tenant.confirm: Input should be 'form', 'typed' or 'url'``. The models live in ``sections`` (the
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
-call backs which tool), ``kinds`` (the read, preview and write tools, each kind answering for itself; ``face``
-holds what they show a client), ``passthrough`` (a backend's own tools, published on purpose) and ``identities``
-(whether callers and approvers are one identity space, as four eyes needs); ``environ`` reads the secrets the config
-names by environment variable (or from the file ``VAR_FILE`` names); this module joins them into
-``GatewayConfig``, checks the references between them, and reads and writes TOML.
+call backs which tool), ``kinds`` (what every tool kind's model answers; ``face`` holds what they show a client),
+``read`` (a read tool), ``planned`` (a planned write's preview and write tools), ``passthrough`` (a backend's own
+tools, published on purpose) and ``identities`` (whether callers and approvers are one identity space, as four eyes
+needs); ``environ`` reads the secrets the config names by environment variable (or from the file ``VAR_FILE``
+names); this module joins them into ``GatewayConfig``, has each tool check its references, and reads TOML
+(``tomlfile`` writes it, and says what TOML's own error leaves unsaid). The tool models are told apart in one place
+only, the kind registry (gateway.tools.kinds).
 
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
 table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
@@ -16,23 +18,22 @@ tool is served by its preview's backend.
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import Field, ValidationError, model_validator
 
 from gateway.config import paths
 from gateway.config.approvals import ApprovalRule, ApprovalsSection, ApproverToken, OidcLogin, Webhook
-from gateway.config.expressions import names_in
 from gateway.config.face import Hints
-from gateway.config.identities import space_refusal
-from gateway.config.kinds import ConfirmedTool, PreviewTool, ReadTool, ToolKind, WriteTool
+from gateway.config.kinds import ConfirmedTool, ToolKind, tags_of
 from gateway.config.mapping import Call, InputField, Lookup, OutputField, SummaryField, Target
 from gateway.config.passthrough import SPEC_DEFAULTS, PassthroughTool, god_tool_sentence
+from gateway.config.planned import PreviewTool, WriteTool
+from gateway.config.read import ReadTool
 from gateway.config.sections import (
     AuditStreamSection,
     AuthSection,
@@ -48,11 +49,13 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
-from gateway.text import MAX_NAME, quoted, toml_string
+from gateway.config.tomlfile import declared_twice, to_toml, toml_key, toml_value
+from gateway.text import MAX_NAME, quoted
 
 __all__ = [
     "DEFAULT_CONFIG",
     "SPEC_DEFAULTS",
+    "TOOL_KINDS",
     "ApprovalRule",
     "ApprovalsSection",
     "ApproverToken",
@@ -104,9 +107,12 @@ class ConfigError(Exception):
 DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
+"""A ``[tools.NAME]`` table, by its ``kind``: every kind's model (the kind registry, gateway.tools.kinds, holds
+each model's kind, and a test holds the two to each other)."""
+TOOL_KINDS = tags_of(get_args(get_args(ToolConfig)[0]))
+"""Every ``kind`` a tool's table may say, in the order a refusal lists them."""
 
 
 class GatewayConfig(Model):
@@ -126,15 +132,7 @@ class GatewayConfig(Model):
     @model_validator(mode="after")
     def _references_resolve(self) -> GatewayConfig:
         for name, tool in self.tools.items():
-            for key, lookup in tool.lookups_named().items():
-                if lookup not in self.lookups:
-                    raise ValueError(f"tools.{name}.{key}: no lookup named {lookup!r}")
-            write = tool.as_write()
-            if write is not None:
-                self._check_plans(name, write)
-            confirmed = tool.as_confirmed()
-            if confirmed is not None:
-                self._check_url_mode(name, confirmed)
+            tool.check_references(name, self)
         return self
 
     @model_validator(mode="after")
@@ -152,12 +150,12 @@ class GatewayConfig(Model):
             for name, entry in entries.items():
                 if entry.backend is not None and entry.backend not in names:
                     raise ValueError(f"{kind}.{name}.backend: no backend named {entry.backend!r}")
-                inherits = kind == "tools" and self.tools[name].as_write() is not None  # its preview's backend
+                inherits = kind == "tools" and self.tools[name].plans_from() is not None  # its preview's backend
                 if entry.backend is None and len(names) > 1 and not inherits:
                     raise ValueError(f"{kind}.{name}.backend: {several}")
         for name, tool in self.tools.items():
-            write = tool.as_write()
-            if write is not None and write.backend is not None and write.backend != self.backend_of(write.preview):
+            source = tool.plans_from()
+            if source is not None and tool.backend is not None and tool.backend != self.backend_of(source):
                 raise ValueError(f"tools.{name}.backend: a write tool is served by its preview's backend")
         return self
 
@@ -219,56 +217,14 @@ class GatewayConfig(Model):
     def backend_of(self, tool: str) -> str:
         """The name of the backend that serves a tool (a write tool: its preview's)."""
         config = self.tools[tool]
-        write = config.as_write()
-        if write is not None and write.backend is None:
-            return self.backend_of(write.preview)
+        source = config.plans_from()
+        if source is not None and config.backend is None:
+            return self.backend_of(source)
         return config.backend or next(iter(self.backend_sections()))
 
     def lookup_backend(self, lookup: str) -> str:
         """The name of the backend a lookup is read from."""
         return self.lookups[lookup].backend or next(iter(self.backend_sections()))
-
-    def _check_plans(self, name: str, tool: WriteTool) -> None:
-        named = self.tools.get(tool.preview)
-        preview = named.as_preview() if named is not None else None
-        if preview is None:
-            raise ValueError(f"tools.{name}.preview must name a tool of kind 'preview'")
-        unknown = names_in(tool.call.payload) - preview.template_names()
-        if unknown:
-            raise ValueError(
-                f"tools.{name}.call.payload uses {{{sorted(unknown)[0]}}}; "
-                f"available: {', '.join(sorted(preview.template_names()))}"
-            )
-        extra = set(tool.result) - set(preview.summary)
-        if extra:
-            raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
-
-    def _check_url_mode(self, name: str, tool: ConfirmedTool) -> None:
-        for rule in tool.approval:
-            if rule.notify is not None and rule.notify not in self.approvals.webhooks:
-                raise ValueError(f"tools.{name}.approval {rule.name}: notify names no webhook {rule.notify!r}")
-        four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
-        if "url" not in tool.modes():
-            return
-        if not self.approvals.configured:
-            raise ValueError(
-                f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
-            )
-        if self.approvals.login == "oidc" and not self.approvals.approvers.configured:
-            raise ValueError(
-                f"tools.{name}.confirm 'url' with approvals.login 'oidc' needs [approvals.approvers] (subjects, emails,"
-                " or claim and values): otherwise everyone the identity provider signs in could approve"
-            )
-        if four_eyes and self.auth.verifier == "none":
-            raise ValueError(
-                f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
-            )
-        if self.approvals.login == "oidc" and self.oidc_issuer() is None:
-            raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
-        needed = max([tool.approvers, *(rule.approvers for rule in tool.approval)])
-        refusal = space_refusal(name, four_eyes, needed, self.auth, self.approvals, self.oidc_issuer())
-        if refusal is not None:
-            raise ValueError(refusal)
 
     def oidc_issuer(self) -> str | None:
         """The identity provider approvers sign in at."""
@@ -284,29 +240,15 @@ class GatewayConfig(Model):
         read-only."""
         return [name for name, tool in self.tools.items() if tool.writes]
 
-    def write_tool_for(self, preview: str) -> tuple[str, WriteTool]:
-        """The write tool whose plans the named preview issues, by name."""
-        for name, tool in self.tools.items():
-            write = tool.as_write()
-            if write is not None and write.preview == preview:
-                return name, write
-        raise ConfigError(f"no write tool names {preview!r} as its preview")
-
     def scopes_of(self, name: str) -> list[str]:
         """The scopes a caller needs for a tool (its own, or the default for its kind)."""
         tool = self.tools[name]
         return tool.scopes if tool.scopes is not None else tool.default_scopes()
 
-    def preview_of(self, write: WriteTool) -> PreviewTool:
-        """The preview tool that issues a write tool's plans."""
-        preview = self.tools[write.preview].as_preview()
-        assert preview is not None  # checked when the config was read
-        return preview
-
-    def preview_for(self, name: str) -> PreviewTool | None:
+    def preview_for(self, name: str) -> ToolKind | None:
         """The preview whose inputs and plan a tool's schemas show (a preview's own, a write's preview's), or None."""
         preview = self.tools[name].schema_preview(name)
-        return self.tools[preview].as_preview() if preview is not None else None
+        return self.tools[preview] if preview is not None else None
 
 
 def load_config(path: str | Path | None = None) -> GatewayConfig:
@@ -319,7 +261,7 @@ def load_config(path: str | Path | None = None) -> GatewayConfig:
         raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
-            f"{file} is not valid TOML: {_declared_twice(file.read_text(encoding='utf-8'), exc)}"
+            f"{file} is not valid TOML: {declared_twice(file.read_text(encoding='utf-8'), exc)}"
         ) from None
     if file.resolve() == DEFAULT_CONFIG:
         return parse_config(data, source=str(file), base=paths.platform_state_dir(), builtin=True)
@@ -396,38 +338,6 @@ def resolved(config: GatewayConfig, base: Path, *, builtin: bool = False) -> Gat
     )
 
 
-def to_toml(data: dict[str, Any]) -> str:
-    """Config data (as ``model_dump(by_alias=True)`` gives it) back to TOML, for tools and tests that write
-    configs: one table per section (tools, lookups and backends one per entry), values inline. TOML has no null, so a
-    None is left out and that key takes its default."""
-    lines: list[str] = []
-    for name, section in data.items():
-        entries = section.items() if name in {"tools", "lookups", "backends"} else [(None, section)]
-        for entry, body in entries:
-            lines.append(f"[{name}]" if entry is None else f"[{name}.{toml_key(entry)}]")
-            lines.extend(f"{toml_key(key)} = {toml_value(item)}" for key, item in body.items() if item is not None)
-    return "\n".join(lines) + "\n"
-
-
-def toml_value(item: Any) -> str:
-    """One value as inline TOML (a None inside a table is left out)."""
-    if isinstance(item, bool):
-        return "true" if item else "false"
-    if isinstance(item, int | float):
-        return repr(item)
-    if isinstance(item, str):
-        return toml_string(item)
-    if isinstance(item, list):
-        return "[" + ", ".join(toml_value(element) for element in item) + "]"
-    pairs = [f"{toml_key(key)} = {toml_value(element)}" for key, element in item.items() if element is not None]
-    return "{" + ", ".join(pairs) + "}"
-
-
-def toml_key(key: str) -> str:
-    """A key as TOML: bare when it can be, else a quoted string (gateway.text.toml_string)."""
-    return key if BARE_KEY.match(key) else toml_string(key)
-
-
 def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
     """Every value that is still a ``TODO: ...`` string, with its key."""
     if isinstance(data, str):
@@ -436,40 +346,5 @@ def _todos(data: Any, path: str = "") -> list[tuple[str, str]]:
     return [found for key, value in items for found in _todos(value, f"{path}.{key}" if path else str(key))]
 
 
-DECLARED_TWICE = re.compile(r"^Cannot declare \((.*)\) twice \(at line (\d+), column \d+\)$")
-
-
-def _declared_twice(text: str, exc: tomllib.TOMLDecodeError) -> str:
-    """TOML's own message, or for a table declared twice a sentence naming both places and the way out: a tool's
-    published name is its table's name, so two backends' tools of one name need two names."""
-    found = DECLARED_TWICE.match(str(exc))
-    if found is None:
-        return str(exc)
-    key, second = tuple(ast.literal_eval(f"({found[1]},)")), int(found[2])
-    first = next((number for number, line in enumerate(text.splitlines(), 1) if _header_of(line) == key), None)
-    where = f"lines {first} and {second}" if first is not None and first != second else f"line {second}"
-    return (
-        f"[{'.'.join(toml_key(part) for part in key)}] is declared twice ({where}); every table names one thing. "
-        "For two tools of one name (on two backends, say), give each its own table name and keep the backend's "
-        'name in source = "..."'
-    )
-
-
-def _header_of(line: str) -> tuple[str, ...] | None:
-    """The key of a ``[table]`` header line, or None."""
-    stripped = line.strip()
-    if not stripped.startswith("[") or stripped.startswith("[["):
-        return None
-    try:
-        table: Any = tomllib.loads(stripped)
-    except tomllib.TOMLDecodeError:
-        return None
-    parts: list[str] = []
-    while isinstance(table, dict) and len(table) == 1:
-        ((part, table),) = table.items()
-        parts.append(part)
-    return tuple(parts)
-
-
 def _is_union_tag(part: object) -> bool:
-    return part in {"read", "preview", "write", "passthrough"}
+    return part in TOOL_KINDS

@@ -1,21 +1,25 @@
-"""The tool kinds built on the god-tool (read, preview, write); a backend's own tools are gateway.config.passthrough.
+"""What every tool kind's config model answers, and how the kinds that write are confirmed.
 
-Each kind is its config model, and the model answers what is data about it, so that no caller tests its class:
+A kind's config model is its TOML table: ``ReadTool`` (gateway.config.read), the planned pair ``PreviewTool`` and
+``WriteTool`` (gateway.config.planned), ``PassthroughTool`` (gateway.config.passthrough). The model answers what
+is data about its tool, so that no caller tests its class:
 
     writes, relays                          asks and is recorded like a write; relays a backend's own tool
     default_scopes                          the scopes a caller needs when the tool states none
     face                                    title, description, schemas and hints (gateway.config.face)
     modes, prompt_seconds, write_timeout    the confirmation and the timeouts it configures
-    lookups_named, schema_preview           what it refers to: lookups, the preview whose plan it shows
+    lookups_named, plans_from               what it refers to: lookups, the tool whose plans it applies
+    schema_preview                          the tool whose inputs and plan its schemas show
+    template_names, summary_names,          what a plan it issues holds (a preview): the names a write's payload
+    plan_fields, enum_lookups               may use, its numbers, the fields a client sees, the lookups offered
     relayed, republishes_god_tool           the backend tool it relays; the override that lets it be a god-tool
     backend_action                          what ``check``'s table says it calls
+    check_references                        its references, held against the whole config when it loads
 
-``ToolKind`` asks each question with the answer most kinds give; a kind overrides what differs. Where a kind's
-own fields are wanted (a write names its preview; ``check`` reads a list's or a target's mapping), ``as_read``,
-``as_preview``, ``as_write`` and ``as_confirmed`` (how a tool that writes is confirmed: ``ConfirmedTool``) hand
-them over, typed. A call needs the running gateway, above the config: gateway.tools.kinds carries calls out, the
-one module that tells the classes apart. A new kind is its model, its entry in ``gateway.config.ToolConfig`` and
-its call in gateway.tools.kinds.
+``ToolKind`` asks each question with the answer most kinds give; a kind overrides what differs. What a kind does
+(its ``check`` step, its calls) needs the backends and the running gateway, above the config: each kind is one
+object of the kind registry (gateway.tools.kinds), which holds its model and is the one place that tells the
+models apart. A new kind is its model, its entry in ``gateway.config.ToolConfig`` and its module in the registry.
 """
 
 from __future__ import annotations
@@ -23,15 +27,14 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from pydantic import Field, model_validator
 
-from gateway.config.approvals import ApprovalRule
-from gateway.config.expressions import MISSING, at_path, names_in
-from gateway.config.face import CURSOR, IDEMPOTENCY_KEY, PLAN_ID, READ_ONLY, Face, Hints, object_schema
-from gateway.config.mapping import Call, InputField, OutputField, SummaryField, Target
-from gateway.config.sections import Model, RateLimit
+from gateway.config.approvals import ApprovalRule, ApprovalsSection
+from gateway.config.face import Face
+from gateway.config.identities import space_refusal
+from gateway.config.sections import AuthSection, Model, RateLimit
 
 if TYPE_CHECKING:  # a backend's listing, for annotations only: the config loads no MCP types
     from mcp_types import Tool
@@ -44,12 +47,30 @@ WRITE_SCOPES = ["tenants:reset"]
 class Sources:
     """What a tool's face is built from beyond its own table; the catalog gathers it (gateway.catalog.published)."""
 
-    preview: PreviewTool | None
-    """The preview whose inputs and plan the tool shows (``schema_preview``)."""
+    preview: ToolKind | None
+    """The tool whose inputs and plan the tool shows (``schema_preview``)."""
     enums: Mapping[str, list[str]]
     """The names offered of each lookup an input enum reads."""
     listing: Sequence[Tool]
     """The tools of the backend that serves it, as its ``tools/list`` says."""
+
+
+class Whole(Protocol):
+    """The whole config, as a tool's references are held against it (gateway.config.GatewayConfig)."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolKind]: ...
+
+    @property
+    def lookups(self) -> Mapping[str, object]: ...
+
+    @property
+    def approvals(self) -> ApprovalsSection: ...
+
+    @property
+    def auth(self) -> AuthSection: ...
+
+    def oidc_issuer(self) -> str | None: ...
 
 
 class ToolKind(Model):
@@ -90,9 +111,29 @@ class ToolKind(Model):
         """The lookups it reads, by the key (under ``tools.NAME``) that names each."""
         return {}
 
+    def plans_from(self) -> str | None:
+        """The tool whose plans it applies (a write: its preview), whose backend serves it when it names none."""
+        return None
+
     def schema_preview(self, name: str) -> str | None:
         """The preview tool whose inputs and plan its schemas show (a preview: itself, named ``name``)."""
         return None
+
+    def template_names(self) -> set[str] | None:
+        """The names a plan it issues offers a write's payload and message; None for a tool that issues none."""
+        return None
+
+    def summary_names(self) -> set[str]:
+        """The numbers a plan it issues states (a write's ``result`` may name them)."""
+        return set()
+
+    def plan_fields(self, enums: Mapping[str, list[str]]) -> tuple[dict[str, Any], list[str]] | None:
+        """The fields a plan it issues shows a client, and those always present; None for a tool that issues none."""
+        return None
+
+    def enum_lookups(self) -> list[str]:
+        """The lookups whose names an input offers as its enum."""
+        return []
 
     def relayed(self, name: str) -> str | None:
         """The backend's own tool it relays when published as ``name``, or None (it calls the god-tool)."""
@@ -102,21 +143,11 @@ class ToolKind(Model):
         """Whether the operator insists on publishing a god-tool through it (gateway.config.passthrough)."""
         return False
 
-    def as_read(self) -> ReadTool | None:
-        """This tool as a read tool, when it is one."""
-        return None
-
-    def as_preview(self) -> PreviewTool | None:
-        """This tool as a preview tool, when it is one."""
-        return None
-
-    def as_write(self) -> WriteTool | None:
-        """This tool as a planned write tool, when it is one."""
-        return None
-
-    def as_confirmed(self) -> ConfirmedTool | None:
-        """This tool's confirmation settings, when its calls write (a planned write, a pass-through that writes)."""
-        return None
+    def check_references(self, name: str, whole: Whole) -> None:
+        """Raise ValueError naming the key when something it refers to is not in the config as it needs it."""
+        for key, lookup in self.lookups_named().items():
+            if lookup not in whole.lookups:
+                raise ValueError(f"tools.{name}.{key}: no lookup named {lookup!r}")
 
     @abstractmethod
     def backend_action(self, name: str) -> str:
@@ -125,155 +156,6 @@ class ToolKind(Model):
     @abstractmethod
     def face(self, name: str, sources: Sources) -> Face:
         """Its title, description, schemas and hints (Misfit when it cannot fit what its backend offers)."""
-
-
-class ReadTool(ToolKind):
-    kind: Literal["read"]
-    call: Call
-    title: str | None = None
-    description: str
-    items_key: str = "items"
-    sort_key: str = "id"
-    listing_seconds: float = Field(5.0, ge=0)
-    fields: dict[str, OutputField]
-    default_limit: int = Field(20, ge=1)
-    max_limit: int = Field(50, ge=1, le=50)
-
-    @model_validator(mode="after")
-    def _default_within_max(self) -> ReadTool:
-        if self.default_limit > self.max_limit:
-            raise ValueError("default_limit must not exceed max_limit")
-        return self
-
-    def as_read(self) -> ReadTool:
-        return self
-
-    def backend_action(self, name: str) -> str:
-        return self.call.action
-
-    def face(self, name: str, sources: Sources) -> Face:
-        limit = {"type": "integer", "minimum": 1, "maximum": self.max_limit, "default": self.default_limit}
-        item = object_schema({field_name: field.json_schema for field_name, field in self.fields.items()})
-        items = {"type": "array", "maxItems": self.max_limit, "items": item}
-        return Face(
-            self.title,
-            self.description,
-            object_schema({"limit": limit, "cursor": CURSOR}, required=[]),
-            object_schema({self.items_key: items, "nextCursor": CURSOR}, required=[self.items_key]),
-            READ_ONLY,
-        )
-
-
-class PreviewTool(ToolKind):
-    kind: Literal["preview"]
-    title: str | None = None
-    description: str
-    target: Target
-    inputs: dict[str, InputField]
-    summary: dict[str, SummaryField] = {}
-    message: str
-    plan_ttl_seconds: int = Field(600, ge=1)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> PreviewTool:
-        targets = [name for name, field in self.inputs.items() if field.target]
-        if len(targets) != 1:
-            raise ValueError("exactly one input must have target = true")
-        for name, field in self.summary.items():
-            if field.key is not None and field.key not in self.inputs:
-                raise ValueError(f"summary.{name}.key names {field.key!r}, which is not an input")
-        overlap = set(self.inputs) & set(self.summary)
-        if overlap:
-            raise ValueError(f"{sorted(overlap)[0]!r} is both an input and a summary field")
-        version = self.target.version_output
-        if version in {*self.inputs, *self.summary, "planId", "expiresAt", "replayed", "approval"}:
-            raise ValueError(f"target.version_output {version!r} is already a field of the output")
-        unknown = names_in(self.message) - self.template_names()
-        if unknown:
-            raise ValueError(
-                f"message uses {{{sorted(unknown)[0]}}}; available: {', '.join(sorted(self.template_names()))}"
-            )
-        return self
-
-    @property
-    def target_input(self) -> str:
-        """The input that names the target."""
-        return next(name for name, field in self.inputs.items() if field.target)
-
-    def template_names(self) -> set[str]:
-        """The names a message or write payload may use."""
-        return {"target_id", "version", "noun", *self.inputs, *self.summary}
-
-    @property
-    def lookups_used(self) -> list[str]:
-        """The lookups the summary reads, each once."""
-        return sorted({field.lookup for field in self.summary.values() if field.lookup is not None})
-
-    def summary_of(
-        self, arguments: Mapping[str, Any], state: Any, tables: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        """The numbers a plan states, from the target's state and the lookup tables (MISSING where absent)."""
-        values = {}
-        for name, field in self.summary.items():
-            if field.target is not None:
-                values[name] = at_path(state, field.target)
-            else:
-                assert field.lookup is not None and field.key is not None
-                values[name] = tables.get(field.lookup, {}).get(str(arguments.get(field.key)), MISSING)
-        return values
-
-    def as_preview(self) -> PreviewTool:
-        return self
-
-    def backend_action(self, name: str) -> str:
-        return self.target.get.action
-
-    def lookups_named(self) -> dict[str, str]:
-        named = {f"inputs.{name}.enum_from": field.enum_from for name, field in self.inputs.items()}
-        named.update({f"summary.{name}.lookup": field.lookup for name, field in self.summary.items()})
-        return {key: lookup for key, lookup in named.items() if lookup is not None}
-
-    def schema_preview(self, name: str) -> str:
-        return name
-
-    def enum_lookups(self) -> list[str]:
-        """The lookups whose names an input offers as its enum."""
-        return [field.enum_from for field in self.inputs.values() if field.enum_from is not None]
-
-    def input_schemas(self, enums: Mapping[str, list[str]]) -> dict[str, Any]:
-        """Each input's JSON Schema, with an enum read from a lookup filled in from ``enums``."""
-        schemas = {name: field.json_schema for name, field in self.inputs.items()}
-        for name, field in self.inputs.items():
-            if field.enum_from is not None:
-                schemas[name] = {**field.json_schema, "enum": enums[field.enum_from]}
-        return schemas
-
-    def plan_fields(self, enums: Mapping[str, list[str]]) -> tuple[dict[str, Any], list[str]]:
-        """The fields a plan shows a client (the preview's output and its write's share them), and those always
-        present."""
-        fields = {
-            "planId": PLAN_ID,
-            **self.input_schemas(enums),
-            **{name: field.json_schema for name, field in self.summary.items()},
-            self.target.version_output: self.target.version_schema,
-        }
-        return fields, [name for name in fields if name not in self.inputs or self.inputs[name].required]
-
-    def face(self, name: str, sources: Sources) -> Face:
-        fields, always = self.plan_fields(sources.enums)
-        expires = {"type": "string", "format": "date-time"}
-        modes = {
-            "mode": {"enum": ["form", "typed", "url"]},
-            "rule": {"type": "string"},
-            "unevaluable": {"type": "string"},
-        }
-        approval = object_schema(modes, required=["mode"])  # no rule: the tool's own confirm decided
-        outputs = object_schema(
-            {**fields, "expiresAt": expires, "approval": approval}, required=[*always, "expiresAt", "approval"]
-        )
-        required = [input_name for input_name, field in self.inputs.items() if field.required]
-        inputs = object_schema(self.input_schemas(sources.enums), required=required)
-        return Face(self.title, self.description, inputs, outputs, READ_ONLY)
 
 
 class ConfirmedTool(ToolKind):
@@ -302,52 +184,40 @@ class ConfirmedTool(ToolKind):
         on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}
         return {self.confirm, *(rule.mode for rule in self.approval), *on_error}
 
-    def as_confirmed(self) -> ConfirmedTool | None:
-        return self if self.writes else None
+    def check_references(self, name: str, whole: Whole) -> None:
+        """Its rules' webhooks, and for url mode the approvers who can sign in (and tell themselves apart from the
+        caller, for four eyes)."""
+        super().check_references(name, whole)
+        if not self.writes:  # a tool whose calls do not write is never confirmed (its own validator says so)
+            return
+        approvals, auth, issuer = whole.approvals, whole.auth, whole.oidc_issuer()
+        for rule in self.approval:
+            if rule.notify is not None and rule.notify not in approvals.webhooks:
+                raise ValueError(f"tools.{name}.approval {rule.name}: notify names no webhook {rule.notify!r}")
+        four_eyes = self.four_eyes or any(rule.four_eyes for rule in self.approval)
+        if "url" not in self.modes():
+            return
+        if not approvals.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"
+            )
+        if approvals.login == "oidc" and not approvals.approvers.configured:
+            raise ValueError(
+                f"tools.{name}.confirm 'url' with approvals.login 'oidc' needs [approvals.approvers] (subjects, emails,"
+                " or claim and values): otherwise everyone the identity provider signs in could approve"
+            )
+        if four_eyes and auth.verifier == "none":
+            raise ValueError(
+                f"tools.{name}.four_eyes needs an [auth] verifier: without one the gateway cannot tell the caller apart"
+            )
+        if approvals.login == "oidc" and issuer is None:
+            raise ValueError("approvals.oidc.issuer is needed: no [auth.jwt] issuer or auth.authorization_servers")
+        needed = max([self.approvers, *(rule.approvers for rule in self.approval)])
+        refusal = space_refusal(name, four_eyes, needed, auth, approvals, issuer)
+        if refusal is not None:
+            raise ValueError(refusal)
 
 
-class WriteTool(ConfirmedTool):
-    kind: Literal["write"]
-    preview: str
-    call: Call
-    title: str | None = None
-    description: str
-    result: dict[str, str] = {}
-    version_from: str | None = None
-    destructive: bool = True
-    open_world: bool = False
-
-    @property
-    def writes(self) -> bool:
-        return True
-
-    def as_write(self) -> WriteTool:
-        return self
-
-    def default_scopes(self) -> list[str]:
-        return WRITE_SCOPES
-
-    def prompt_seconds(self) -> float:
-        return self.prompt_timeout_seconds
-
-    def write_timeout(self) -> tuple[str, float] | None:
-        seconds = self.call.timeout_seconds
-        return None if seconds is None else ("call.timeout_seconds", seconds)
-
-    def backend_action(self, name: str) -> str:
-        return self.call.action
-
-    def schema_preview(self, name: str) -> str:
-        return self.preview
-
-    def face(self, name: str, sources: Sources) -> Face:
-        assert sources.preview is not None  # the config names a preview for every write tool
-        fields, always = sources.preview.plan_fields(sources.enums)
-        hints = Hints(read_only=False, destructive=self.destructive, idempotent=True, open_world=self.open_world)
-        return Face(
-            self.title,
-            self.description,
-            object_schema({"planId": PLAN_ID, "idempotencyKey": IDEMPOTENCY_KEY}),
-            object_schema({**fields, "replayed": {"type": "boolean"}}, required=[*always, "replayed"]),
-            hints,
-        )
+def tags_of(models: Sequence[type[ToolKind]]) -> tuple[str, ...]:
+    """The ``kind`` each model declares, in order: what a tool's table may say it is."""
+    return tuple(tag for model in models for tag in get_args(model.model_fields["kind"].annotation))

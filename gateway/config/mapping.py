@@ -3,7 +3,8 @@
 A ``Call`` is one god-tool action with a payload template (gateway.config.expressions) and the path of its useful data;
 it is also the one interpreter of that mapping (``payload_for``, ``data_of``), for reads and writes alike. A
 ``Target`` knows where its version and its protection sit in the backend's state. A read, preview or write tool
-(gateway.config.kinds) is built from these pieces: calls, a target, input, summary and output fields.
+(gateway.config.read, gateway.config.planned) is built from these pieces: calls, a target, input, summary and
+output fields.
 """
 
 from __future__ import annotations

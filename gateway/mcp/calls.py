@@ -24,7 +24,7 @@ from gateway.identity.caller import current_caller, current_scopes, is_visible, 
 from gateway.mcp import chain
 from gateway.records import Task
 from gateway.runtime import Gateway
-from gateway.tools.kinds import Request, kind_of
+from gateway.tools.kinds.registry import routed
 
 Answered = types.CallToolResult | types.InputRequiredResult | Task
 
@@ -56,11 +56,11 @@ async def _call(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
 ) -> Answered:
-    request = Request(gw, published, current_caller(gw.config.gateway.stdio_caller), ctx, params)
-    answered = await chain.run(chain.Call(request, kind_of(request)))
+    call = routed(gw, published, current_caller(gw.config.gateway.stdio_caller), ctx, params)
+    answered = await chain.run(call)
     if not isinstance(answered, dict):
         return answered
-    return _written(published, answered) if published.config.writes else _success(published, answered)
+    return _written(published, answered) if call.audited is not None else _success(published, answered)
 
 
 def _success(published: PublishedTool, body: dict[str, Any]) -> types.CallToolResult:

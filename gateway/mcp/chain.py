@@ -10,6 +10,9 @@
     input_schema     the tool's strict inputSchema (invalid_arguments; nothing is coerced)
     the tool         its kind carries the admitted call out (gateway.tools.kinds)
 
+Each step gets the call routed to its kind (gateway.tools.kinds.kind.ToolCall) and asks the call, never the
+tool's class: a tool that writes is one whose call opened an audit entry (``audited``).
+
 The README's request-order table and the step table of gateway.write.steps state this order;
 tests/unit/test_layout.py holds the README to ``CHAIN``.
 """
@@ -17,44 +20,30 @@ tests/unit/test_layout.py holds the README to ``CHAIN``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from gateway.catalog.published import refuse_oversized
 from gateway.identity.caller import authorize as authorize_scopes
 from gateway.identity.caller import current_scopes
-from gateway.tools.kinds import Kind, Request
+from gateway.tools.kinds.kind import ToolCall
 from gateway.write.ask.task import resuming
 from gateway.write.driver import Answer, decided
 
-
-@dataclass(frozen=True)
-class Call:
-    """One routed call: the request and the object of its tool's kind that will carry it out."""
-
-    request: Request
-    tool: Kind
-
-    @property
-    def arguments(self) -> dict[str, Any]:
-        return self.request.params.arguments or {}
-
-
+Call = ToolCall[Any]
 Next = Callable[[Call], Awaitable[Answer]]
 Step = Callable[[Call, Next], Awaitable[Answer]]
 
 
 async def audit_refusals(call: Call, call_next: Next) -> Answer:
     """A writing tool's call leaves exactly one audit entry for its decision, refusals included."""
-    evidence = call.tool.evidence
-    if evidence is None:
+    if call.audited is None:
         return await call_next(call)
-    return await decided(evidence, call.arguments, lambda: call_next(call))
+    return await decided(call.audited, call.arguments, lambda: call_next(call))
 
 
 async def authorize(call: Call, call_next: Next) -> Answer:
     """The caller's scopes cover the tool."""
-    authorize_scopes(call.request.gw.config, call.request.published.name, current_scopes())
+    authorize_scopes(call.gw.config, call.published.name, current_scopes())
     return await call_next(call)
 
 
@@ -62,19 +51,19 @@ async def rate_limit(call: Call, call_next: Next) -> Answer:
     """The caller calls this tool no more often than its bucket allows (a task the gateway resumes was counted
     when the caller made the call)."""
     if resuming.get() is None:
-        await call.request.gw.limiter.check(call.request.caller, call.request.published.name)
+        await call.gw.limiter.check(call.caller, call.published.name)
     return await call_next(call)
 
 
 async def size_caps(call: Call, call_next: Next) -> Answer:
     """The arguments are within the configured depth, element and string caps."""
-    refuse_oversized(call.arguments, call.request.gw.config.limits)
+    refuse_oversized(call.arguments, call.gw.config.limits)
     return await call_next(call)
 
 
 async def input_schema(call: Call, call_next: Next) -> Answer:
     """The arguments fit the tool's inputSchema exactly."""
-    call.request.published.validate_arguments(call.arguments)
+    call.published.validate_arguments(call.arguments)
     return await call_next(call)
 
 
@@ -86,7 +75,7 @@ async def run(call: Call) -> Answer:
 
     async def step(index: int, current: Call) -> Answer:
         if index == len(CHAIN):
-            return await current.tool.call(current.arguments)
+            return await current.kind.call(current, current.arguments)
         return await CHAIN[index](current, lambda after: step(index + 1, after))
 
     return await step(0, call)

@@ -26,6 +26,7 @@ from gateway.identity.caller import caller_facts
 from gateway.records import AuditEntry, Plan
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
+from gateway.tools.kinds.plans import write_of
 from gateway.write.choice import counters
 
 
@@ -36,7 +37,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     fitting = {config.target_input: target_id, **summary, config.target.version_output: version}
     _require_fitting(await gw.tool(name), fitting)
     arguments = {**args, config.target_input: target_id}
-    write_name, write = gw.config.write_tool_for(name)
+    write_name, write = write_of(gw.config, name)
     choice = await _confirmation(gw, write_name, write, caller, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(

@@ -5,9 +5,13 @@ tests/system/test_layout_imports.py.)"""
 from __future__ import annotations
 
 import ast
+import inspect
 import re
+from typing import get_args
 
+from gateway.config import TOOL_KINDS, ToolConfig, ToolKind
 from gateway.errors import MEANINGS, Code, markdown_table
+from gateway.tools.kinds.kind import narrowed
 from tests.support.processes import ROOT
 
 
@@ -37,8 +41,10 @@ def test_the_top_of_the_package_holds_few_modules_and_every_folder_says_its_role
         assert docstring, f"{folder.relative_to(ROOT)}/__init__.py has no docstring stating its role"
 
 
-KIND_CLASSES = {"ReadTool", "PreviewTool", "WriteTool", "PassthroughTool"}
-KIND_REGISTRY = "gateway/tools/kinds.py"
+KIND_MODELS = set(get_args(get_args(ToolConfig)[0]))
+KIND_CLASSES = {model.__name__ for model in KIND_MODELS} | {"ToolKind", "ConfirmedTool"}
+"""Every tool config model (from the config's own union, so a new kind is scanned for too) and their bases."""
+KIND_REGISTRY = "gateway/tools/kinds/"
 
 
 def _names_in(node: ast.expr) -> set[str]:
@@ -54,16 +60,43 @@ def _names_in(node: ast.expr) -> set[str]:
     return set()
 
 
+def _is_kind(node: ast.expr) -> bool:
+    """A discriminator: ``tool.kind`` (or ``tool["kind"]``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "kind"
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "kind"
+
+
+def _tags_in(node: ast.AST) -> set[str]:
+    """The tool kinds a constant (or a tuple, list or set of them, or a ``case`` pattern) spells."""
+    if isinstance(node, ast.MatchValue):
+        return _tags_in(node.value)
+    if isinstance(node, ast.MatchOr):
+        return {tag for part in node.patterns for tag in _tags_in(part)}
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return {tag for part in node.elts for tag in _tags_in(part)}
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value} & set(TOOL_KINDS)
+    return set()
+
+
+def _tests_kind(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+        return len(node.args) == 2 and bool(_names_in(node.args[1]) & KIND_CLASSES)
+    if isinstance(node, ast.MatchClass):
+        return bool(_names_in(node.cls) & KIND_CLASSES)
+    if isinstance(node, ast.Compare):  # a discriminator against a tool kind's name (a statement's kind is not)
+        sides = (node.left, *node.comparators)
+        return any(_is_kind(side) for side in sides) and any(_tags_in(side) for side in sides)
+    if isinstance(node, ast.Match):
+        return _is_kind(node.subject) and any(_tags_in(case.pattern) for case in node.cases)
+    return False
+
+
 def kind_tests(source: str) -> list[int]:
-    """The lines of a module that test a tool config's class: ``isinstance`` or a ``match`` class pattern."""
-    lines = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
-            if len(node.args) == 2 and _names_in(node.args[1]) & KIND_CLASSES:
-                lines.append(node.lineno)
-        elif isinstance(node, ast.MatchClass) and _names_in(node.cls) & KIND_CLASSES:
-            lines.append(node.lineno)
-    return lines
+    """The lines of a module that test a tool config's class or kind: ``isinstance``, a ``match`` class pattern, a
+    comparison of its ``kind``, or a ``match`` on it."""
+    return [node.lineno for node in ast.walk(ast.parse(source)) if _tests_kind(node)]  # type: ignore[attr-defined]
 
 
 def test_the_scan_for_kind_tests_sees_each_spelling() -> None:
@@ -72,21 +105,43 @@ def test_the_scan_for_kind_tests_sees_each_spelling() -> None:
         "isinstance(tool, config.ReadTool)",
         "isinstance(tool, (ReadTool, PreviewTool))",
         "isinstance(tool, WriteTool | PassthroughTool)",
+        "isinstance(tool, ConfirmedTool)",
         "match tool:\n    case PreviewTool():\n        pass",
+        'tool.kind == "write"',
+        'if "preview" != config.tools[name].kind: pass',
+        'tool.kind in ("read", "preview")',
+        'body["kind"] == "write"',
+        'match tool.kind:\n    case "read":\n        pass',
     ]
     assert [bool(kind_tests(source)) for source in spellings] == [True] * len(spellings)
-    assert kind_tests("isinstance(tool, dict)\nisinstance(tool.kind, str)") == []
+    unrelated = "isinstance(tool, dict)\nisinstance(tool.kind, str)\nrow = (tool.kind, name)\nsyntax.kind != READ\n"
+    assert kind_tests(unrelated + 'statement.kind == "delete"') == []
 
 
 def test_only_the_kind_registry_tests_a_tool_configs_class() -> None:
     found = {
         f"{path.relative_to(ROOT)}:{line}"
         for path in sorted((ROOT / "gateway").rglob("*.py"))
-        if path.relative_to(ROOT).as_posix() != KIND_REGISTRY
+        if not path.relative_to(ROOT).as_posix().startswith(KIND_REGISTRY)
         for line in kind_tests(path.read_text())
     }
-    assert sorted(found) == [], "ask the tool's kind (gateway.config.kinds) instead, or add to gateway/tools/kinds.py"
-    assert kind_tests((ROOT / KIND_REGISTRY).read_text()), "the registry is where a config's class is told apart"
+    assert sorted(found) == [], "ask the tool's kind (gateway.tools.kinds) or its model instead of testing its class"
+    registry = sorted((ROOT / KIND_REGISTRY).glob("*.py"))
+    assert registry, "the registry is a package"
+    ladders = {f"{path.name}:{line}" for path in registry for line in kind_tests(path.read_text())}
+    assert sorted(ladders) == [], "the registry finds a kind by its config's kind in one dict, never by a ladder"
+    assert "isinstance(config, model)" in inspect.getsource(narrowed), "a config is told apart by its kind's model"
+
+
+def test_no_config_model_offers_a_downcast() -> None:
+    models, seen = [ToolKind], []
+    while models:
+        model = models.pop()
+        seen.append(model)
+        models.extend(model.__subclasses__())
+    assert set(seen) >= KIND_MODELS
+    downcasts = sorted(f"{model.__name__}.{name}" for model in seen for name in vars(model) if name.startswith("as_"))
+    assert downcasts == [], "a model answers questions about its tool; it never hands itself over as another type"
 
 
 def test_the_readme_names_the_chain_in_the_codes_order() -> None:

@@ -65,8 +65,8 @@ RETRY_ROUNDS = 8
 
 
 @dataclass(frozen=True)
-class Request:
-    """What the approval is for and how to ask: the plan, who asks, the question, where the page is."""
+class ApprovalAsk:
+    """What people are asked to approve, and how: the plan, who asks, the question, where the page is."""
 
     plan: Plan
     caller_person: str | None
@@ -86,16 +86,16 @@ class Request:
     """Shown on the page beside the requester and the target (gateway.records.Approval)."""
 
 
-def request_for(
+def ask_for(
     gw: Parts, plan: Plan, key: str, message: str, choice: Choice, timeout: float, target_name: str | None
-) -> Request:
+) -> ApprovalAsk:
     """What a url-mode write asks the approval page for: the plan, the caller as a person (and the name shown for
     them), the target's name as the backend reported it, the rule's approvers, four eyes and webhook."""
     notifier, webhook = gw.notifier, choice.notify
     announce = None
     if notifier is not None and webhook is not None:
         announce = lambda approval, url: notifier.notify(webhook, approval, url, choice.rule)  # noqa: E731
-    return Request(
+    return ApprovalAsk(
         plan=plan,
         caller_person=current_person(),
         caller_display=current_display(),
@@ -115,7 +115,7 @@ def request_for(
 async def approve(
     ctx: ServerRequestContext[Any, Any],
     params: types.CallToolRequestParams,
-    request: Request,
+    request: ApprovalAsk,
     gw: Parts,
 ) -> Approval | types.InputRequiredResult:
     """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise. The waits
@@ -132,7 +132,7 @@ async def approve(
     return _verdict(approval, current, request)
 
 
-async def approval_for(request: Request, gw: Parts) -> Approval:
+async def approval_for(request: ApprovalAsk, gw: Parts) -> Approval:
     """The plan's approval: made and announced on first ask (within the caller's cap of waiting ones), else the
     stored one, which must be bound to this plan's facts."""
     plan, store, now = request.plan, gw.store, gw.clock()
@@ -158,7 +158,7 @@ async def approval_for(request: Request, gw: Parts) -> Approval:
     return found
 
 
-async def _require_room(request: Request, store: Store, now: float) -> None:
+async def _require_room(request: ApprovalAsk, store: Store, now: float) -> None:
     """Refuse a new approval past the caller's cap of waiting ones, so one agent cannot bury the page (a check
     before the write, not a lock: replicas racing may pass it by one or two each)."""
     caller = request.plan.caller
@@ -171,7 +171,7 @@ async def _require_room(request: Request, store: Store, now: float) -> None:
         )
 
 
-def _verdict(approval: Approval, current: State, request: Request) -> Approval:
+def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approval:
     if current is State.APPROVED:
         return approval
     if current is State.REJECTED:
@@ -184,7 +184,7 @@ def _verdict(approval: Approval, current: State, request: Request) -> Approval:
     raise _pending(approval, request)
 
 
-def _pending(approval: Approval, request: Request) -> ToolError:
+def _pending(approval: Approval, request: ApprovalAsk) -> ToolError:
     if request.page_url is None:
         return ToolError(
             Code.CONFIRMATION_UNAVAILABLE,
@@ -200,7 +200,7 @@ def _pending(approval: Approval, request: Request) -> ToolError:
     )
 
 
-def _declined(approval: Approval, request: Request, action: str) -> ToolError:
+def _declined(approval: Approval, request: ApprovalAsk, action: str) -> ToolError:
     """The client would not open the link: nothing is used up, the write still waits on the page."""
     url = approval_url(request.page_url or "", approval.approval_id)
     return ToolError(
@@ -212,7 +212,9 @@ def _declined(approval: Approval, request: Request, action: str) -> ToolError:
     )
 
 
-def _link(request: Request, approval: Approval, *, waits_until: float | None = None) -> types.ElicitRequestURLParams:
+def _link(
+    request: ApprovalAsk, approval: Approval, *, waits_until: float | None = None
+) -> types.ElicitRequestURLParams:
     """The url elicitation for an approval: the question, the page's link, and (pushed, 2025-11-25) how long this
     call waits. The 2026-07-28 wire has no ``_meta`` on an embedded request: the SDK drops it, so none is sent."""
     wait = {"approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)}
@@ -230,7 +232,7 @@ def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
     return elicitation is not None and elicitation.url is not None
 
 
-async def _pushed(ctx: ServerRequestContext[Any, Any], request: Request, approval: Approval, gw: Parts) -> State:
+async def _pushed(ctx: ServerRequestContext[Any, Any], request: ApprovalAsk, approval: Approval, gw: Parts) -> State:
     """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
     link = _link(request, approval, waits_until=min(gw.clock() + request.timeout, approval.expires_at))
     try:
@@ -253,7 +255,7 @@ async def _pushed(ctx: ServerRequestContext[Any, Any], request: Request, approva
 
 
 async def _stateless_round(
-    params: types.CallToolRequestParams, request: Request, approval: Approval, gw: Parts
+    params: types.CallToolRequestParams, request: ApprovalAsk, approval: Approval, gw: Parts
 ) -> Approval | types.InputRequiredResult:
     """2026-07-28: ask with the link; on each retry wait a while; still pending, ask the client to call again."""
     asked_at = _asked_at(params, request)
@@ -283,14 +285,14 @@ async def _wait(gw: Parts, approval: Approval, *, until: float) -> State:
         await gw.sleep(min(POLL_SECONDS, max(0.0, until - gw.clock())))
 
 
-def _state(request: Request, asked_at: float) -> str:
+def _state(request: ApprovalAsk, asked_at: float) -> str:
     plan = request.plan
     return json.dumps(
         {"caller": plan.caller, "planId": plan.plan_id, "idempotencyKey": request.key, "askedAt": asked_at}
     )
 
 
-def _asked_at(params: types.CallToolRequestParams, request: Request) -> float | None:
+def _asked_at(params: types.CallToolRequestParams, request: ApprovalAsk) -> float | None:
     """When this call first asked, from a request state bound to this caller, plan and key (else None)."""
     if not params.request_state:
         return None
@@ -307,7 +309,7 @@ def _asked_at(params: types.CallToolRequestParams, request: Request) -> float | 
 
 
 def _input_required(
-    request: Request, approval: Approval, asked_at: float, *, with_link: bool
+    request: ApprovalAsk, approval: Approval, asked_at: float, *, with_link: bool
 ) -> types.InputRequiredResult:
     if not with_link:
         return types.InputRequiredResult(request_state=_state(request, asked_at))

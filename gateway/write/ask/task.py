@@ -47,7 +47,7 @@ def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 async def open_task(
-    gw: Parts, params: types.CallToolRequestParams, request: page.Request, tool: str, max_live: int
+    gw: Parts, params: types.CallToolRequestParams, request: page.ApprovalAsk, tool: str, max_live: int
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas

@@ -43,7 +43,7 @@ async def ask(
     gw, decided = call.gw, decided_by(choice)
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
-        request = page.request_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
+        request = page.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
         if wants_task(ctx):
             return await open_task(gw, params, request, call.name, gw.config.approvals.max_tasks_per_caller)
         await call.progress(ASKING)
