@@ -244,9 +244,13 @@ class GatewayConfig(Model):
             raise ValueError(f"tools.{name}.result.{sorted(extra)[0]} is not a summary field of {tool.preview}")
 
     def _check_url_mode(self, name: str, tool: ConfirmedTool) -> None:
-        for rule in tool.approval:
+        for index, rule in enumerate(tool.approval):
             if rule.notify is not None and rule.notify not in self.approvals.webhooks:
-                raise ValueError(f"tools.{name}.approval {rule.name}: notify names no webhook {rule.notify!r}")
+                named = ", ".join(sorted(self.approvals.webhooks)) or "none is configured"
+                raise ValueError(
+                    f"tools.{name}.approval.{index}.notify: rule {rule.name!r} notifies {rule.notify!r}, which is not "
+                    f"a webhook of [approvals.webhooks] ({named}); name one of them, or add that table"
+                )
         four_eyes = tool.four_eyes or any(rule.four_eyes for rule in tool.approval)
         if "url" not in tool.modes():
             return

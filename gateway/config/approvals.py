@@ -144,9 +144,9 @@ class ApproverRule(Model):
     @model_validator(mode="after")
     def _claim_needs_values(self) -> ApproverRule:
         if (self.claim is None) != (not self.values):
-            raise ValueError("approvals.approvers: claim and values go together")
+            raise ValueError("claim and values go together: the claim to read, and the values of it that admit")
         if self.claims and self.when is None:
-            raise ValueError("approvals.approvers: claims name what `when` reads, and there is no `when`")
+            raise ValueError("claims name what `when` reads, and there is no `when`: add the condition, or drop claims")
         return self
 
     @field_validator("when")
@@ -245,7 +245,7 @@ class ApprovalsSection(Model):
     @model_validator(mode="after")
     def _login_is_configured(self) -> ApprovalsSection:
         if self.login == "oidc" and self.oidc is None:
-            raise ValueError("approvals.login 'oidc' needs an [approvals.oidc] table")
+            raise ValueError("login 'oidc' needs an [approvals.oidc] table (the page as a client of the provider)")
         return self
 
     @property
