@@ -16,10 +16,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import socket
+
+    import uvicorn
+    from starlette.types import ASGIApp
 
     from gateway.config import GatewayConfig
     from gateway.runtime import Gateway
@@ -450,7 +453,7 @@ async def approval_page(gw: Gateway) -> AsyncIterator[None]:
     sock = bound_socket(host.strip("[]"), int(port))
     bound_port = sock.getsockname()[1]
     gw.served_at = f"http://{host}:{bound_port}"
-    server = uvicorn.Server(uvicorn.Config(build_page_app(gw), log_config=None, access_log=False, lifespan="off"))
+    server = uvicorn.Server(uvicorn_config(build_page_app(gw), lifespan="off"))
     log.info("approval page at %s/approvals (for %s)", gw.served_at, ", ".join(url_tools))
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve, [sock])
@@ -482,11 +485,20 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
                 gw.close_streams()  # listen streams end first: uvicorn waits for every open response
                 await super().shutdown(sockets)
 
-        uv = Serving(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
+        uv = Serving(uvicorn_config(app, host=host, port=port, lifespan="on"))
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         stop_quietly_on_sigterm()
         async with tasks.resumed(gw):
             await uv.serve(sockets=[sock])
+
+
+def uvicorn_config(app: ASGIApp, **options: Any) -> uvicorn.Config:
+    """How ``serve`` runs uvicorn: no logging of its own (the gateway's), and none of its proxy-header handling,
+    which would believe any loopback peer's X-Forwarded-For; the gateway's edge decides whom to believe
+    (``[http] trusted_proxies``, gateway/http/proxies.py)."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_config=None, access_log=False, proxy_headers=False, **options)
 
 
 def stop_quietly_on_sigterm() -> None:

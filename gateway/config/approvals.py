@@ -204,8 +204,11 @@ class ApprovalsSection(Model):
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
     token_attempts_per_minute: int = Field(20, ge=1)
-    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source address and per
-    token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
+    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source (an IPv4 address, an
+    IPv6 /64) and per token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
+    token_attempts_per_minute_total: int = Field(120, ge=1)
+    """The ceiling on approver-token attempts from everywhere together (one bucket for the whole page, shared by
+    replicas): guesses spread over many sources slow down here."""
     webhooks: dict[str, Webhook] = {}
     approvers: ApproverRule = ApproverRule()
     display_claim: str | None = Field(None, min_length=1)

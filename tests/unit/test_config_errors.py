@@ -313,6 +313,8 @@ CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
         "auth",
     ),
     "a wildcard host": (section("http", allowed_hosts=["*"]), "http.allowed_hosts"),
+    "a proxy that is no address": (section("http", trusted_proxies=["proxy.example.com"]), "http.trusted_proxies"),
+    "every peer a proxy": (section("http", trusted_proxies=["0.0.0.0/0"]), "http.trusted_proxies"),
     "stdio without a command": (setting(backend, command=None), "backend"),
     "http without a url": (setting(backend, transport="http"), "backend"),
 }
