@@ -234,8 +234,24 @@ CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
     ),
     "an approver claim without values": (lambda d: page(d, approvers={"claim": "groups"}), "approvals.approvers"),
     "approver claims without when": (
-        lambda d: page(d, approvers={"subjects": ["bob"], "claims": ["dept"]}),
+        lambda d: page(d, approvers={"subjects": ["bob"], "claims": {"dept": "string"}}),
         "approvals.approvers",
+    ),
+    "approver claims as a list of names": (
+        lambda d: page(d, approvers={"when": 'approver.claims.dept != "x"', "claims": ["dept"]}),
+        "approvals.approvers.claims",
+    ),
+    "an approver condition reading an undeclared claim": (
+        lambda d: page(d, approvers={"when": 'approver.claims.dept != "x"'}),
+        "approvals.approvers.when",
+    ),
+    "an approver condition comparing across types": (
+        lambda d: page(d, approvers={"when": "approver.claims.dept != 5", "claims": {"dept": "string"}}),
+        "approvals.approvers.when",
+    ),
+    "an approver condition combining across types": (
+        lambda d: page(d, approvers={"when": 'approver.claims.level < "3"', "claims": {"level": "int"}}),
+        "approvals.approvers.when",
     ),
     "page_listen not HOST:PORT": (lambda d: page(d, page_listen="8080"), "approvals.page_listen"),
     "page_listen beyond loopback": (lambda d: page(d, page_listen="0.0.0.0:8080"), "approvals.page_listen"),
