@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument(
         "--answers-from-stdin",
         action="store_true",
-        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: refuse)",
+        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: a tool that may "
+        "write is not called from one)",
     )
     tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
     tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
