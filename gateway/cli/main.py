@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config", help=f"TOML file; relative paths in it are taken from its folder (default: {BUILT_IN})"
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=port_number, default=8080, help="port to listen on (default: %(default)s)")
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
@@ -178,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`audit list | head`): stop quietly, and keep Python's exit-time flush quiet too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def port_number(text: str) -> int:
+    """A TCP port from the command line (argparse says the sentence, and exits 2, for anything else)."""
+    port = int(text) if text.strip().isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number: give one in 0-65535")
+    return port
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,6 +27,9 @@ def bound_socket(host: str, port: int) -> socket.socket:
     except socket.gaierror:
         sock.close()
         raise ListenError(f"cannot listen on {host}: no such address (check --host)") from None
+    except OverflowError:
+        sock.close()
+        raise ListenError(f"{port} is not a port number: give one in 0-65535") from None
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

@@ -136,6 +136,17 @@ def test_serve_refuses_a_non_loopback_address_without_auth() -> None:
     assert "refusing to listen on 0.0.0.0" in done.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_that_cannot_be_is_refused_in_one_sentence(port: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", port], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [said] = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert "--port" in said and port in said and "0-65535" in said, done.stderr
+
+
 def test_a_bad_config_fails_at_start_naming_the_key(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(DEFAULT_CONFIG.read_text().replace('confirm = "form"', 'confirm = "maybe"'))

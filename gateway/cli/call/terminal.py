@@ -31,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli.call.approval import ApprovalWait, until_decided
 from gateway.cli.call.arguments import UsageError, parse_pairs
-from gateway.cli.call.failures import explain, printable, unknown_tool
+from gateway.cli.call.failures import LastStatus, explain, printable, unknown_tool
 
 __all__ = ["UsageError", "parse_pairs", "run", "run_tools"]
 
@@ -42,16 +42,6 @@ def say(*lines: str) -> None:
     """Sentences for the person, on stderr (stdout carries only results)."""
     for line in lines:
         print(f"{PROG}: {line}", file=sys.stderr)
-
-
-class LastStatus:
-    """Records the HTTP status of the gateway's last answer: the SDK reports a 401 like any other failure."""
-
-    def __init__(self) -> None:
-        self.status: int | None = None
-
-    async def __call__(self, response: httpx2.Response) -> None:
-        self.status = response.status_code
 
 
 @asynccontextmanager
