@@ -6,9 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "node/npm not found: installing Debian's nodejs and npm"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+    .ci/apt-install setup-node nodejs npm
 fi
 echo "node $(node --version), npm $(npm --version)"
 # --ignore-scripts: nothing in the lock needs an install script (the Inspector's postinstall only serves a source

@@ -25,9 +25,13 @@ url, deny; then more approvers, then four eyes), or the rule's own ``on_error`` 
 in the plan (``Plan.approval``), so a config changed later cannot weaken a plan already issued.
 
 Conditions see what the backend reports (``target``) and the plan's numbers computed from it (``summary``): a
-backend that misreports a field picks the mode that field implies. Protections that must hold whatever the
-backend says belong on ids, arguments and scopes (``arguments``, ``target.id``, ``caller``), which the gateway
-itself knows.
+backend that misreports a field picks the mode that field implies. That includes its type: CEL compares values of
+two types as merely unequal, so ``target.env != "prod"`` holds for a target whose ``env`` the backend reports as
+``["prod"]`` (an ordering or arithmetic across types raises, and fails closed). Every other fact has a known type:
+``summary`` fits the preview's published schema before any rule runs, ``arguments`` fit the input schema,
+``caller``, ``tool`` and ``writes`` are the gateway's own. Protections that must hold whatever the backend says
+belong on ids, arguments and scopes (``arguments``, ``target.id``, ``caller``), which the gateway itself knows.
+(Approver conditions declare their claims' types: gateway/config/claim_types.py.)
 """
 
 from __future__ import annotations

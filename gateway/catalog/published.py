@@ -33,7 +33,7 @@ from gateway.config.face import PLAN_ID as PLAN_ID
 from gateway.config.face import Misfit
 from gateway.config.kinds import Sources
 from gateway.errors import Code, ToolError
-from gateway.text import is_plain, quoted
+from gateway.text import escaped, is_plain, quoted
 
 log = logging.getLogger(__name__)
 
@@ -196,33 +196,75 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(frozen=True)
+class Oversize:
+    """Where a JSON value passes a ``[limits]`` cap: ``cap`` is depth, elements or string; ``path`` the value's
+    place (``cursor``, ``payload.items[3]``; empty for the whole), ``limit`` the cap's number."""
+
+    cap: str
+    path: str
+    limit: int
+
+    @property
+    def setting(self) -> str:
+        return f"limits.max_{self.cap}" + ("_bytes" if self.cap == "string" else "")
+
+
 def refuse_oversized(arguments: Any, limits: Limits) -> None:
-    """Refuse arguments past the configured caps with request_too_large, before any other work."""
-    past = beyond_limits(arguments, limits)
-    if past == "string":
-        raise ToolError(Code.REQUEST_TOO_LARGE, "A string in the arguments is longer than the gateway accepts.")
-    if past is not None:
-        raise ToolError(Code.REQUEST_TOO_LARGE, "The arguments are nested too deeply or have too many elements.")
+    """Refuse arguments past the configured caps with request_too_large, before any other work: the message names
+    the argument and the limit, and so do the details."""
+    past = oversized(arguments, limits)
+    if past is None:
+        return
+    where = f"`{escaped(past.path, 120)}`" if past.path else "the arguments"
+    said = {
+        "string": f"The string at {where} is longer than {past.limit} bytes",
+        "depth": f"The value at {where} is nested deeper than {past.limit} levels",
+        "elements": f"The arguments hold more than {past.limit} values (objects, arrays, keys and items)",
+    }[past.cap]
+    raise ToolError(
+        Code.REQUEST_TOO_LARGE,
+        f"{said}, the most this gateway accepts ({past.setting}). Nothing was changed; send less.",
+        details={"field": past.path or None, "limit": past.limit, "setting": past.setting},
+    )
 
 
 def beyond_limits(value: Any, limits: Limits) -> str | None:
     """Which of the ``[limits]`` caps a JSON value passes (``"depth"``, ``"elements"``, ``"string"``), or None.
     The same caps bound what a caller sends and what a pass-through tool's backend answers."""
-    max_depth, max_elements, max_string_bytes = limits.max_depth, limits.max_elements, limits.max_string_bytes
+    past = oversized(value, limits)
+    return None if past is None else past.cap
+
+
+Place = tuple[Any, str] | None
+"""Where a value stands, as a linked list (the parent's place, this step): built in constant time per value, and
+spelled out only for the one reported."""
+
+
+def oversized(value: Any, limits: Limits) -> Oversize | None:
+    """The first place a JSON value passes one of the ``[limits]`` caps, or None."""
     elements = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[Any, int, Place]] = [(value, 1, None)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, place = stack.pop()
         elements += 1
-        if depth > max_depth:
-            return "depth"
-        if elements > max_elements:
-            return "elements"
-        if isinstance(item, str) and len(item.encode("utf-8", "surrogatepass")) > max_string_bytes:
-            return "string"
+        if depth > limits.max_depth:
+            return Oversize("depth", _spelled(place), limits.max_depth)
+        if elements > limits.max_elements:
+            return Oversize("elements", "", limits.max_elements)
+        if isinstance(item, str) and len(item.encode("utf-8", "surrogatepass")) > limits.max_string_bytes:
+            return Oversize("string", _spelled(place), limits.max_string_bytes)
         if isinstance(item, dict):
-            stack.extend((inner, depth + 1) for inner in item.values())
-            stack.extend((key, depth + 1) for key in item)
+            stack.extend((key, depth + 1, (place, " (a key)")) for key in item)
+            stack.extend((inner, depth + 1, (place, f".{key}")) for key, inner in item.items())  # looked at first
         elif isinstance(item, list):
-            stack.extend((inner, depth + 1) for inner in item)
+            stack.extend((inner, depth + 1, (place, f"[{index}]")) for index, inner in enumerate(item))
     return None
+
+
+def _spelled(place: Place) -> str:
+    steps = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    return "".join(reversed(steps)).removeprefix(".")

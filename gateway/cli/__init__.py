@@ -1,6 +1,8 @@
 """The subcommands of ``mcp-safety-gateway``: the edge a person types at. Nothing in ``gateway`` imports this folder.
 
-main       the argument parser and ``serve`` (start-up recovery is a step of ``serve`` only)
+main       the argument parser, and the subcommands that take a line or two
+serve      ``serve``: HTTP or stdio, the approval page beside stdio, the refusals and warnings before it starts
+           (start-up recovery is a step of ``serve`` only)
 check      ``check``: a config against its backend, the published tool table, ``--explain``
 init       ``init``: the built-in config written out to edit
 audit      ``audit list | verify | head | trim``

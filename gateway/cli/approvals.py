@@ -41,8 +41,9 @@ def run(base_url: str, command: str, ids: list[str], token_env: str, as_json: bo
         return 2
     token = _token_at_terminal() if asks else os.environ.get(token_env, "").strip()
     if not token:
-        where = "at the prompt" if asks else f"in {token_env}"
-        print(f"mcp-safety-gateway approvals: no approver token given {where}", file=sys.stderr)
+        how = "type it at the prompt" if asks else f"export {token_env}=<token> (or name another with --token-env)"
+        where = "at the prompt" if asks else f"in ${token_env}"
+        print(f"mcp-safety-gateway approvals: no approver token {where}: {how}", file=sys.stderr)
         return 2
     headers = {"Authorization": f"Bearer {token}"}
     try:
@@ -51,7 +52,12 @@ def run(base_url: str, command: str, ids: list[str], token_env: str, as_json: bo
                 return _list(http, as_json)
             return _decide(http, command, ids, as_json, asks)
     except httpx.HTTPError as exc:
-        print(f"mcp-safety-gateway approvals: cannot reach {base_url} ({type(exc).__name__})", file=sys.stderr)
+        why = "nothing answers there" if isinstance(exc, httpx.ConnectError) else type(exc).__name__
+        print(
+            f"mcp-safety-gateway approvals: cannot reach a gateway at {escaped(base_url)} ({why}): is it running? "
+            "check --url (its base URL)",
+            file=sys.stderr,
+        )
         return 2
 
 
@@ -172,7 +178,12 @@ def _ok(response: httpx.Response) -> bool:
         print("mcp-safety-gateway approvals: the gateway did not accept that approver token", file=sys.stderr)
         return False
     if response.status_code == 404:
-        print("mcp-safety-gateway approvals: this gateway serves no approval page (no [approvals])", file=sys.stderr)
+        base = escaped(str(response.url).removesuffix(response.url.path))
+        print(
+            f"mcp-safety-gateway approvals: no approval page at {escaped(str(response.url))}: check --url (the "
+            f"gateway's base URL, without /mcp, like {base}), and that its config has [approvals]",
+            file=sys.stderr,
+        )
         return False
     if response.status_code == 429:
         wait = escaped(response.headers.get("retry-after", "a few"))

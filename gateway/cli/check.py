@@ -17,7 +17,7 @@ a write would call); this module runs those steps in order for each backend and 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 
 import anyio
@@ -44,10 +44,13 @@ async def check(
     schemas: bool = False,
     explain: list[str] | None = None,
     probe_actions: bool = False,
+    warnings: Sequence[str] = (),
 ) -> int:
     """Run every check, print the report and the tool table; 0 when nothing is wrong (warnings allowed).
-    ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit."""
+    ``explain`` (WRITE_TOOL TARGET [key=value ...]) also prints which approval rule such a plan would hit;
+    ``warnings`` are the caller's own (the command line's: approval links to another local port)."""
     report = Report()
+    report.warnings.extend(warnings)
     report.notes.extend(what_leaves(config))
     report.warnings.extend(config.republished_god_tools())
     report.warnings.extend(_weaker_rules(config))

@@ -12,19 +12,14 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import socket
-
     from gateway.config import GatewayConfig
-    from gateway.runtime import Gateway
 
-DEFAULT_URL = "http://127.0.0.1:8080/mcp"
+DEFAULT_PORT = 8080
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
 BUILT_IN = "the built-in demo config; state in the platform state dir"
 
 log = logging.getLogger("gateway")
@@ -39,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         "--config", help=f"TOML file; relative paths in it are taken from its folder (default: {BUILT_IN})"
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="port to listen on (default: %(default)s)"
+    )
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
@@ -57,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="validate a config against its backend and print the tools")
     check.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     check.add_argument("--schemas", action="store_true", help="also print every input and output schema")
+    check.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help="the port serve will listen on, which approvals.public_url on this machine must name "
+        "(default: %(default)s)",
+    )
     check.add_argument(
         "--probe-actions",
         action="store_true",
@@ -78,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     call.add_argument(
         "--answers-from-stdin",
         action="store_true",
-        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: refuse)",
+        help="let a stdin that is not a terminal answer confirmation prompts (scripts; default: a tool that may "
+        "write is not called from one)",
     )
     tools = commands.add_parser("tools", help="list a running gateway's tools: annotations and arguments")
     tools.add_argument("--json", action="store_true", help="one tool per line as the gateway describes it")
@@ -176,6 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def port_number(text: str) -> int:
+    """A TCP port from the command line (argparse says the sentence, and exits 2, for anything else)."""
+    port = int(text) if text.strip().isdigit() else -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number: give one in 0-65535")
+    return port
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the parsed subcommand."""
     if args.command == "inspect":
@@ -224,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.command == "check":
         logs.configure("error", "text")
-        return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions)
+        return anyio.run(run_check, config, args.schemas, args.explain, args.probe_actions, args.port)
     if args.command == "audit":
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
@@ -241,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
     from gateway.observability import tracing
 
     flush_traces = tracing.configure(config.gateway.name)
+    from gateway.cli.serve import serve
+
     try:
         return serve(args, config)
     except (SinkError, StoreInUse) as exc:
@@ -249,35 +264,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if flush_traces is not None:
             flush_traces()
-
-
-def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
-    """The ``serve`` subcommand, over stdio or HTTP."""
-    import anyio
-
-    if args.stdio:
-        refusal = stdio_refusal(config)
-        if refusal is not None:
-            print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
-            return 2
-        log_where_state_lives(config)
-        anyio.run(serve_stdio, config)
-        return 0
-    insecure = args.insecure_listen_without_auth
-    refusal = bind_refusal(args.host, config, insecure)
-    if refusal is not None:
-        print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
-        return 2
-    from gateway.http.listen import ListenError, bound_socket
-
-    try:
-        sock = bound_socket(args.host, args.port)
-    except ListenError as exc:
-        print(f"mcp-safety-gateway: {exc}", file=sys.stderr)
-        return 1
-    log_where_state_lives(config)
-    anyio.run(serve_http, config, sock, args.host, args.port, insecure)
-    return 0
 
 
 def run_init(directory: Path, force: bool) -> int:
@@ -291,53 +277,6 @@ def run_init(directory: Path, force: bool) -> int:
         return 2
     print(f"wrote {target}; edit it, then: mcp-safety-gateway serve --config {target}")
     return 0
-
-
-def log_where_state_lives(config: GatewayConfig) -> None:
-    """Say at start where plans, keys, the audit and the secret key are kept (stderr, like every log line)."""
-    from gateway.config.paths import where_state_lives
-    from gateway.identity.secrets import from_environment
-
-    log.info(where_state_lives(config.gateway, from_environment()))
-
-
-def bind_refusal(host: str, config: GatewayConfig, insecure: bool) -> str | None:
-    """Why an unauthenticated gateway will not start on ``host`` with this config (one line per reason naming
-    the flag or key), or None when it may."""
-    from gateway.http.edge import exposure
-
-    reasons = exposure(config, host)
-    if not reasons:
-        return None
-    if insecure:
-        for reason in reasons:
-            log.warning("NO AUTHENTICATION, YET REACHABLE BEYOND THIS MACHINE: %s; anyone can reset tenants", reason)
-        return None
-    why = "; ".join(reasons)
-    return (
-        f"refusing to listen on {host}: no authentication is configured ([auth] verifier), so the gateway only "
-        f"answers its own machine, but {why}. Configure a verifier, or pass --insecure-listen-without-auth."
-    )
-
-
-def stdio_refusal(config: GatewayConfig) -> str | None:
-    """Why the gateway will not serve over stdio with this config, or None."""
-    url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]
-    if url_tools and page_listen(config) == "127.0.0.1:0" and config.approvals.login == "oidc":
-        return (
-            f"tools.{url_tools[0]} can ask for approval on the page (confirm or an approval rule is 'url'), and the "
-            "page this stdio process serves on a free loopback port cannot be registered at an identity provider: "
-            "set approvals.page_listen to a fixed loopback port and approvals.public_url to its address"
-        )
-    return None
-
-
-def page_listen(config: GatewayConfig) -> str | None:
-    """Where ``serve --stdio`` serves the approval page itself, or None when the gateway at ``public_url`` does."""
-    approvals = config.approvals
-    if approvals.page_listen is not None:
-        return approvals.page_listen
-    return "127.0.0.1:0" if approvals.public_url is None else None
 
 
 def lease_refusal(config: GatewayConfig) -> str | None:
@@ -357,12 +296,28 @@ def lease_refusal(config: GatewayConfig) -> str | None:
 
 
 async def run_check(
-    config: GatewayConfig, schemas: bool, explain: list[str] | None = None, probe_actions: bool = False
+    config: GatewayConfig,
+    schemas: bool,
+    explain: list[str] | None = None,
+    probe_actions: bool = False,
+    port: int = DEFAULT_PORT,
 ) -> int:
-    """The ``check`` subcommand."""
+    """The ``check`` subcommand; ``port`` is where ``serve`` will listen (the approval page's links are checked
+    against it, or against ``page_listen``'s port where the stdio process serves the page)."""
     from gateway.cli.check import check
+    from gateway.cli.serve import public_url_warning
 
-    return await check(config, print, schemas=schemas, explain=explain, probe_actions=probe_actions)
+    listen = config.approvals.page_listen
+    page_port = int(listen.rpartition(":")[2]) if listen is not None and not listen.endswith(":0") else port
+    warning = public_url_warning(config, page_port)
+    return await check(
+        config,
+        print,
+        schemas=schemas,
+        explain=explain,
+        probe_actions=probe_actions,
+        warnings=[warning] if warning is not None else [],
+    )
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -397,107 +352,6 @@ async def run_audit(config: GatewayConfig, args: argparse.Namespace) -> int:
     from gateway.cli.audit import run
 
     return await run(config, args)
-
-
-def serving(how: str) -> str:
-    """This ``serve`` process, as a second one on the same SQLite store is told (gateway/stores/serving.py)."""
-    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"mcp-safety-gateway serve (pid {os.getpid()}, {how}, started {started})"
-
-
-async def recover(gw: Gateway) -> None:
-    """The start-up step of ``serve``: keys a crash left in flight read outcome_unknown, each with its audit entry.
-    It runs once the store is this process's (open_gateway's ``serving``)."""
-    from gateway.audit.trail import recover
-
-    await recover(gw.store, gw.clock())
-
-
-async def serve_stdio(config: GatewayConfig) -> None:
-    """Serve one MCP connection on stdin/stdout."""
-    from mcp.server.stdio import stdio_server
-
-    from gateway.mcp import tasks
-    from gateway.mcp.server import build_server
-    from gateway.runtime import open_gateway
-
-    async with open_gateway(config, serving=serving("over stdio")) as gw:
-        await recover(gw)
-        await gw.settle()
-        server = build_server(gw)
-        async with tasks.resumed(gw), approval_page(gw), stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-@asynccontextmanager
-async def approval_page(gw: Gateway) -> AsyncIterator[None]:
-    """Beside ``serve --stdio``: the approval page on a loopback port (``page_listen``) when a tool can ask for
-    people and no other gateway serves the page; its address is logged on stderr, and links point there unless
-    ``approvals.public_url`` names it otherwise."""
-    import anyio
-    import uvicorn
-
-    from gateway.http.app import build_page_app
-    from gateway.http.listen import bound_socket
-
-    config = gw.config
-    url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]
-    listen = page_listen(config)
-    if not url_tools or listen is None:
-        yield
-        return
-    host, _, port = listen.rpartition(":")
-    sock = bound_socket(host.strip("[]"), int(port))
-    bound_port = sock.getsockname()[1]
-    gw.served_at = f"http://{host}:{bound_port}"
-    server = uvicorn.Server(uvicorn.Config(build_page_app(gw), log_config=None, access_log=False, lifespan="off"))
-    log.info("approval page at %s/approvals (for %s)", gw.served_at, ", ".join(url_tools))
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve, [sock])
-        try:
-            yield
-        finally:
-            server.should_exit = True
-            group.cancel_scope.cancel()
-
-
-async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool = False) -> None:
-    """Serve streamable HTTP on an already bound socket until interrupted."""
-    import uvicorn
-
-    from gateway.config.loopback import is_loopback
-    from gateway.http.app import build_app
-    from gateway.mcp import tasks
-    from gateway.runtime import open_gateway
-
-    async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
-        await recover(gw)
-        await gw.settle()
-        if is_loopback(host):
-            gw.served_at = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
-        app = build_app(gw, insecure_without_auth=insecure)
-
-        class Serving(uvicorn.Server):
-            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-                gw.close_streams()  # listen streams end first: uvicorn waits for every open response
-                await super().shutdown(sockets)
-
-        uv = Serving(uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on"))
-        log.info("gateway listening on http://%s:%d/mcp", host, port)
-        stop_quietly_on_sigterm()
-        async with tasks.resumed(gw):
-            await uv.serve(sockets=[sock])
-
-
-def stop_quietly_on_sigterm() -> None:
-    """Let a SIGTERM end ``serve`` through its closing steps (refusal counts stored, the store closed).
-
-    uvicorn stops on the signal and then raises it again for the handler that was there before; with the
-    default handler that kills the process before open_gateway's ``finally`` runs. Once uvicorn is done,
-    this handler only lets the function return."""
-    import signal
-
-    signal.signal(signal.SIGTERM, lambda signum, frame: None)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ import logging
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from gateway.config.claim_types import ClaimType, conforming, cross_type_comparisons, samples, undeclared_claims
 from gateway.config.loopback import is_loopback
 from gateway.config.sections import STATIC_ISSUER, HashedToken, Model, require_secure
 
@@ -134,26 +135,40 @@ class ApproverRule(Model):
     """A claim of the ID token holding a string or a list of strings (``groups``, ``roles``) ..."""
     values: list[str] = []
     """... of which one must be among these."""
+    claims: dict[str, ClaimType] = Field({}, max_length=16)
+    """The ID-token claims ``when`` reads (``approver.claims.NAME``) and the type of each (gateway/config/
+    claim_types.py), kept with the person's session; a person whose claim has another type is not admitted."""
     when: str | None = Field(None, min_length=1)
     """A CEL condition over ``approver`` (APPROVER_VARIABLES): the person may decide when it is ``true``; one that
     cannot be evaluated for them (a claim they lack) does not admit them."""
-    claims: list[str] = Field([], max_length=16)
-    """The ID-token claims ``when`` reads (``approver.claims.NAME``), kept with the person's session: strings,
-    numbers, booleans or lists of strings; any other claim is never kept."""
 
     @model_validator(mode="after")
     def _claim_needs_values(self) -> ApproverRule:
         if (self.claim is None) != (not self.values):
-            raise ValueError("approvals.approvers: claim and values go together")
+            raise ValueError("claim and values go together: the claim to read, and the values of it that admit")
         if self.claims and self.when is None:
-            raise ValueError("approvals.approvers: claims name what `when` reads, and there is no `when`")
+            raise ValueError("claims name what `when` reads, and there is no `when`: add the condition, or drop claims")
         return self
+
+    @field_validator("claims", mode="before")
+    @classmethod
+    def _typed(cls, claims: Any) -> Any:
+        if isinstance(claims, list):
+            names = [name for name in claims if isinstance(name, str)][:2] or ["dept"]
+            example = ", ".join(f'{name} = "string"' for name in names)
+            raise ValueError(
+                f"declare the type of each claim `when` reads, as claims = {{ {example} }} (string, int, double, "
+                "bool, or list: of strings), so that it never compares values of two types"
+            )
+        return claims
 
     @field_validator("when")
     @classmethod
-    def _compiles(cls, expression: str | None) -> str | None:
+    def _compiles(cls, expression: str | None, info: ValidationInfo) -> str | None:
         if expression is not None:
             compile_condition(expression, APPROVER_VARIABLES)
+            if "claims" in info.data:  # else the claims were refused already
+                _types_hold(expression, info.data["claims"])
         return expression
 
     @property
@@ -179,7 +194,38 @@ class ApproverRule(Model):
         held = [held] if isinstance(held, str) else held if isinstance(held, list) else []
         if any(isinstance(value, str) and value in self.values for value in held):
             return True
-        return self.when is not None and _condition_holds(self.when, facts, claims)
+        if self.when is None:
+            return False
+        typed, odd = conforming(claims, self.claims)
+        if typed is None:
+            log.info("an approver's claim %s is not the declared %s: not admitted", odd, self.claims[str(odd)])
+            return False
+        return _condition_holds(self.when, facts, typed)
+
+
+def _types_hold(expression: str, declared: dict[str, ClaimType]) -> None:
+    """ValueError naming the first place where an approver condition reads an undeclared claim or compares or
+    combines values of two types (gateway/config/claim_types.py)."""
+    undeclared = undeclared_claims(expression, declared)
+    if undeclared:
+        raise ValueError(
+            f"reads approver.claims.{undeclared[0]}, which claims does not declare: add its type to claims "
+            f'({undeclared[0]} = "string", or int, double, bool, list)'
+        )
+    crossed = cross_type_comparisons(expression, declared)
+    if crossed:
+        raise ValueError(
+            f"compares values of two types, which CEL answers as merely unequal: {crossed[0]}; compare a claim with "
+            "a value of its declared type"
+        )
+    program = compile_condition(expression, APPROVER_VARIABLES)
+    for facts in samples(declared):
+        try:
+            program.execute(facts)
+        except TypeError as exc:  # no operation of CEL's takes these types together
+            raise ValueError(f"combines values of two types: {str(exc).split('. ')[0]}") from None
+        except (KeyError, IndexError, ValueError, ArithmeticError, RuntimeError):
+            pass  # depends on the values, not on their types
 
 
 def _condition_holds(expression: str, facts: dict[str, Any], claims: dict[str, Any]) -> bool:
@@ -204,8 +250,11 @@ class ApprovalsSection(Model):
     oidc: OidcLogin | None = None
     session_seconds: int = Field(3600, ge=60)
     token_attempts_per_minute: int = Field(20, ge=1)
-    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source address and per
-    token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
+    """Approver-token attempts (page sign-in and JSON API, right or wrong) allowed per source (an IPv4 address, an
+    IPv6 /64) and per token, each a bucket in the store refilled at this rate; past it: HTTP 429, rate_limited."""
+    token_attempts_per_minute_total: int = Field(120, ge=1)
+    """The ceiling on approver-token attempts from everywhere together (one bucket for the whole page, shared by
+    replicas): guesses spread over many sources slow down here."""
     webhooks: dict[str, Webhook] = {}
     approvers: ApproverRule = ApproverRule()
     display_claim: str | None = Field(None, min_length=1)
@@ -245,7 +294,7 @@ class ApprovalsSection(Model):
     @model_validator(mode="after")
     def _login_is_configured(self) -> ApprovalsSection:
         if self.login == "oidc" and self.oidc is None:
-            raise ValueError("approvals.login 'oidc' needs an [approvals.oidc] table")
+            raise ValueError("login 'oidc' needs an [approvals.oidc] table (the page as a client of the provider)")
         return self
 
     @property

@@ -191,9 +191,13 @@ class ConfirmedTool(ToolKind):
         if not self.writes:  # a tool whose calls do not write is never confirmed (its own validator says so)
             return
         approvals, auth, issuer = whole.approvals, whole.auth, whole.oidc_issuer()
-        for rule in self.approval:
+        for index, rule in enumerate(self.approval):
             if rule.notify is not None and rule.notify not in approvals.webhooks:
-                raise ValueError(f"tools.{name}.approval {rule.name}: notify names no webhook {rule.notify!r}")
+                named = ", ".join(sorted(approvals.webhooks)) or "none is configured"
+                raise ValueError(
+                    f"tools.{name}.approval.{index}.notify: rule {rule.name!r} notifies {rule.notify!r}, which is not "
+                    f"a webhook of [approvals.webhooks] ({named}); name one of them, or add that table"
+                )
         four_eyes = self.four_eyes or any(rule.four_eyes for rule in self.approval)
         if "url" not in self.modes():
             return

@@ -52,3 +52,15 @@ def is_secure_url(url: str) -> bool:
     if parts.scheme == "https" and parts.hostname:
         return True
     return parts.scheme == "http" and parts.hostname is not None and is_loopback(parts.hostname)
+
+
+def loopback_port(url: str) -> int | None:
+    """The port a URL names on this machine (its scheme's default when it names none); None for another host."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname is None or not is_loopback(parts.hostname):
+        return None
+    return port if port is not None else 443 if parts.scheme == "https" else 80

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -223,6 +224,25 @@ class HttpSection(Model):
     max_sessions_per_caller: int = Field(100, ge=1)
     session_idle_seconds: float = Field(1800.0, gt=0)
     unused_session_idle_seconds: float = Field(120.0, gt=0)
+    trusted_proxies: list[str] = []
+    """Addresses or networks (``127.0.0.1``, ``10.0.0.0/8``) of reverse proxies whose forwarded headers name the
+    client, its scheme and host (gateway/http/proxies.py); any other peer's are ignored. None by default."""
+    forwarded_headers: Literal["x-forwarded", "forwarded"] = "x-forwarded"
+    """Which headers the trusted proxies write: X-Forwarded-For/-Proto/-Host, or RFC 7239 Forwarded."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            try:
+                network = ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network; list the proxies' addresses (127.0.0.1, 10.0.0.0/8)"
+                ) from None
+            if network.prefixlen == 0:
+                raise ValueError(f"{entry!r} trusts every peer, so any client could name itself; list the proxies")
+        return [entry.strip() for entry in entries]
 
     @field_validator("allowed_hosts", "allowed_origins")
     @classmethod

@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, ExceptionHandler
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
 from gateway.http.bodies import BodyCap
-from gateway.http.edge import EdgeGuard, security_settings
+from gateway.http.edge import EdgeGuard, security_settings, trusted_proxies
 from gateway.http.sessions import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.verifiers import build_verifier
@@ -114,6 +114,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         EdgeGuard,
         settings=security_settings(config),
         refuse_relayed=verifier is None and not insecure_without_auth,
+        proxies=trusted_proxies(config),
     )
     return Starlette(
         routes=routes, middleware=[edge, Middleware(BodyCap)], lifespan=lifespan, exception_handlers=handlers
@@ -130,7 +131,9 @@ def build_page_app(gw: Gateway) -> Starlette:
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    edge = Middleware(EdgeGuard, settings=security_settings(gw.config), refuse_relayed=True)
+    edge = Middleware(
+        EdgeGuard, settings=security_settings(gw.config), refuse_relayed=True, proxies=trusted_proxies(gw.config)
+    )
     return Starlette(
         routes=[Route("/healthz", healthz), *page.routes()],
         middleware=[edge, Middleware(BodyCap)],

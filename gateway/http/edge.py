@@ -2,9 +2,12 @@
 
 ``EdgeGuard`` wraps the whole Starlette app (gateway/http/app.py installs it as the app's middleware), so every
 route gets it: the probes, the metrics, the RFC 9728 metadata, /mcp, and any route added later, without asking.
-It checks ``Host`` and ``Origin`` against ``[http]`` exactly as the SDK checks them on /mcp (a DNS-rebinding page
-gets 421 or 403 before a probe connects to the backend), and, without a verifier, refuses requests relayed by a
-proxy: a reverse proxy on the same machine would otherwise make a loopback-only gateway answer remote callers.
+First, a request from one of ``[http] trusted_proxies`` is taken as the client it names (address, scheme, host:
+gateway/http/proxies.py); from any other peer, forwarded headers change nothing. Then, without a verifier, a
+request relayed by a proxy (any forwarded header, whoever sent it) is refused: a reverse proxy on the same
+machine would otherwise make a loopback-only gateway answer remote callers. Last, ``Host`` and ``Origin`` are
+checked against ``[http]`` exactly as the SDK checks them on /mcp (a DNS-rebinding page gets 421 or 403 before a
+probe connects to the backend); behind a trusted proxy, the host checked is the one it forwards.
 
 Without a verifier the gateway must stay reachable only from its own machine, so ``exposure`` lists every
 setting that would let the rest of the network (or a web page) in; ``serve`` refuses to start on any of them
@@ -22,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway.config import GatewayConfig
 from gateway.config.loopback import is_loopback, is_loopback_host_pattern, is_loopback_origin_pattern
 from gateway.errors import Code
+from gateway.http.proxies import TrustedProxies
 
 RELAY_HEADERS = ("forwarded", "x-forwarded-", "x-real-ip")
 """Headers a proxy adds when it relays a request (RFC 7239 and the de-facto ``X-Forwarded-*`` family)."""
@@ -45,6 +49,8 @@ def exposure(config: GatewayConfig, host: str) -> list[str]:
     found = []
     if not is_loopback(host):
         found.append(f"--host {host} is not a loopback address")
+    if http.trusted_proxies:
+        found.append("http.trusted_proxies names proxies, which relay requests from beyond this machine")
     if not http.dns_rebinding_protection:
         found.append("http.dns_rebinding_protection = false lets any web page's requests in (DNS rebinding)")
     found += [
@@ -65,19 +71,52 @@ def relayed(headers: Headers) -> bool:
     return any(name.startswith(RELAY_HEADERS) for name in headers)
 
 
-class EdgeGuard:
-    """ASGI middleware: every request's Host and Origin are checked, and a relayed one is refused when
-    ``refuse_relayed`` (no verifier). Lifespan and other scopes pass through."""
+def trusted_proxies(config: GatewayConfig) -> TrustedProxies:
+    """The ``[http]`` proxies whose forwarded headers are believed."""
+    return TrustedProxies(config.http.trusted_proxies, config.http.forwarded_headers)
 
-    def __init__(self, app: ASGIApp, *, settings: TransportSecuritySettings, refuse_relayed: bool) -> None:
+
+def as_forwarded(scope: Scope, proxies: TrustedProxies) -> Scope:
+    """The request as the client made it, when a trusted proxy relayed it (its address, scheme and host); the
+    scope unchanged otherwise."""
+    client = scope.get("client")
+    said = proxies.forwarded(client[0] if client else None, scope.get("headers", []))
+    if said is None:
+        return scope
+    changed = dict(scope)
+    if said.client is not None:
+        changed["client"] = (said.client, 0)
+    if said.scheme is not None:
+        changed["scheme"] = said.scheme if scope["type"] == "http" else said.scheme.replace("http", "ws")
+    if said.host is not None:
+        headers = [(name, value) for name, value in scope["headers"] if name.lower() != b"host"]
+        changed["headers"] = [(b"host", said.host.encode("latin-1")), *headers]
+    return changed
+
+
+class EdgeGuard:
+    """ASGI middleware: a trusted proxy's request is taken as its client's, a relayed one is refused when
+    ``refuse_relayed`` (no verifier), and every request's Host and Origin are checked. Lifespan and other scopes
+    pass through."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: TransportSecuritySettings,
+        refuse_relayed: bool,
+        proxies: TrustedProxies | None = None,
+    ) -> None:
         self.app = app
         self._checks = TransportSecurityMiddleware(settings)
         self._refuse_relayed = refuse_relayed
+        self._proxies = proxies or TrustedProxies([])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        scope = as_forwarded(scope, self._proxies)
         if self._refuse_relayed and relayed(Headers(scope=scope)):
             body = {
                 "code": Code.PROXIED_REQUEST_REFUSED.value,

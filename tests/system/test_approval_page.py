@@ -120,7 +120,7 @@ async def site(tmp_path_factory: pytest.TempPathFactory, redis_server: str) -> A
                 "public_url": url,
                 "login": "oidc",
                 "oidc": {"client_id": "gateway-approvals"},
-                "approvers": {"subjects": APPROVERS, "when": APPROVER_CONDITION, "claims": ["groups"]},
+                "approvers": {"subjects": APPROVERS, "when": APPROVER_CONDITION, "claims": {"groups": "list"}},
             }
             configs.append(write_toml(data, tmp / f"gateway{number}.toml"))
         env = {**os.environ, "GATEWAY_SECRET_KEY": "approval-page-tests-shared-secret-key-0123456789"}

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway.cli.main import bind_refusal
+from gateway.cli.serve import bind_refusal
 from gateway.config import parse_config
 from tests.support.asgi import serve_asgi
 from tests.support.clients import INITIALIZE, POST_HEADERS, Answers, error_body, error_code, new_key, preview

@@ -14,6 +14,7 @@ import pytest
 
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
+from tests.support.approvals import approvals_section
 from tests.support.configs import config_data, together_data, write_toml
 from tests.support.profiles import DATABASES, FLAGS, TENANTS, Profile
 
@@ -220,3 +221,30 @@ def test_a_passthrough_tool_its_backend_lacks_is_named(tmp_path: Path) -> None:
     code, output = run_check_together(tmp_path, lambda data: data["tools"]["describe_flag"].update(source="nope"))
     assert code == 1
     assert "FAIL  tools.describe_flag.source: the backend has no tool 'nope'" in output
+
+
+def approvals_at(public_url: str, **approvals: Any) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        data["tools"][TENANTS.write_tool]["confirm"] = "url"
+        data["approvals"] = {**approvals_section(public_url), **approvals}
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("public_url", "flags", "approvals", "warned"),
+    [
+        ("http://127.0.0.1:8080", ["--port", "9090"], {}, True),  # init's public_url, served elsewhere
+        ("http://127.0.0.1:8080", [], {}, False),  # serve's default port
+        ("http://localhost:9090", ["--port", "9090"], {}, False),
+        ("http://127.0.0.1:8080", [], {"page_listen": "127.0.0.1:8181"}, True),  # the stdio page's own port
+        ("https://gw.example.com", ["--port", "9090"], {}, False),  # not this machine: a proxy may map it
+    ],
+)
+def test_check_warns_when_approval_links_point_at_another_local_port(
+    tmp_path: Path, public_url: str, flags: list[str], approvals: dict[str, Any], warned: bool
+) -> None:
+    code, output = run_check(TENANTS, tmp_path, approvals_at(public_url, **approvals), *flags)
+    assert code == 0, output
+    warnings = [line for line in output.splitlines() if line.startswith("WARN  approvals.public_url")]
+    assert bool(warnings) is warned, output

@@ -12,14 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.support import browser
-from tests.support.clients import new_key, preview
+from tests.support.clients import error_body, error_code, new_key, preview
 from tests.support.processes import ROOT
 from tests.support.profiles import TENANTS
 
@@ -86,3 +88,31 @@ async def test_a_stdio_gateway_serves_its_own_approval_page_and_writes_once(tmp_
     assert len(links) == 1 and links[0].startswith(page.group(1) + "/approvals/ap_")
     state = tmp_path / "tenants-gateway" / "var"  # relative to the config's folder, whatever the working directory
     assert TENANTS.write_count(state / "legacy.db") == 1
+
+
+async def test_the_approval_page_keeps_its_port_when_the_host_restarts_the_gateway(tmp_path: Path) -> None:
+    """A desktop host restarts its stdio gateway whenever it likes: a link shown before the restart still opens
+    the page after it, because the port is kept in the state directory."""
+    config = desktop_config(tmp_path / "tenants-gateway")
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway", "serve", "--stdio", "--config", str(config)], cwd="/"
+    )
+    links: list[str] = []
+    answers: list[int] = []
+    for start in range(2):
+        with (tmp_path / f"stderr-{start}.log").open("w") as errlog:
+            async with Client(stdio_client(server, errlog=errlog), mode="legacy") as client:  # no url elicitation
+                plan = await preview(client, TENANTS)
+                waiting = await client.call_tool(
+                    "reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()}
+                )
+                assert error_code(waiting) == "approval_pending"
+                links.append(error_body(waiting)["details"]["url"])
+                async with httpx.AsyncClient(timeout=30) as http:
+                    answers.append((await http.get(links[0])).status_code)  # the first link, at this start
+    assert urlsplit(links[0]).port == urlsplit(links[1]).port
+    assert answers == [303, 303]  # off to sign in, before and after the restart: the page answers
+    assert (tmp_path / "tenants-gateway" / "var" / "approval-page.port").read_text().strip() == str(
+        urlsplit(links[0]).port
+    )
+    assert TENANTS.write_count(tmp_path / "tenants-gateway" / "var" / "legacy.db") == 0

@@ -1,6 +1,11 @@
 """The gateway's edge as an attacker meets it, against real ``serve`` processes: settings that would let a rebound
 browser page or a relaying proxy reach an unauthenticated gateway refuse to start, requests relayed by a proxy
-are refused, every route checks Host and Origin, and odd token settings are refused at start."""
+are refused, every route checks Host and Origin, forwarded headers count only from ``[http] trusted_proxies``
+(the approver-token limits and the Host check see the peer otherwise), and odd token settings are refused at
+start.
+
+Two loopback addresses stand for two machines: the tests connect from 127.0.0.1 or from 127.0.0.2 (the client's
+local address), and a config trusts one of them as its proxy."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.approvals import token_page_data
 from tests.support.clients import INITIALIZE, POST_HEADERS
 from tests.support.configs import config_data, write_config, write_toml
 from tests.support.processes import free_port, process, serve
@@ -62,6 +68,7 @@ def http(**settings: Any) -> Callable[[dict[str, Any]], None]:
         ("http.allowed_hosts", http(allowed_hosts=["127.0.0.1:*", "rebind.example.com:*"])),
         ("http.allowed_hosts", http(allowed_hosts=["0.0.0.0:*"])),
         ("http.allowed_origins", http(allowed_origins=["http://127.0.0.1:*", "https://rebind.example.com"])),
+        ("http.trusted_proxies", http(trusted_proxies=["127.0.0.1"])),
     ],
 )
 def test_without_auth_settings_that_let_a_rebound_page_in_refuse_to_start(
@@ -133,6 +140,86 @@ async def test_every_route_refuses_a_foreign_host_or_origin(tmp_path: Path, fore
     assert answers == dict.fromkeys(paths, refused)
     assert posted.status_code == refused
     assert healthy == 200
+
+
+# --- 3. forwarded headers count only from a trusted proxy -------------------------------------------------------
+
+PROXY = "127.0.0.2"
+"""The address the trusting tests' proxy connects from (any 127/8 address is this machine's loopback)."""
+
+
+def approval_page_config(tmp: Path, port: int, **settings: Any) -> Path:
+    """A gateway with static bearer tokens for callers and approver tokens on its page at 127.0.0.1:port, with
+    these ``[http]`` settings."""
+    data = token_page_data(TENANTS, tmp, f"http://127.0.0.1:{port}")
+    data["auth"] = {**STATIC_AUTH, "resource_url": f"http://127.0.0.1:{port}/mcp"}
+    data["http"] = settings
+    return write_toml(data, tmp / "gateway.toml")
+
+
+def from_address(local: str, base: str) -> httpx.AsyncClient:
+    """An HTTP client whose connections come from ``local``."""
+    return httpx.AsyncClient(base_url=base, transport=httpx.AsyncHTTPTransport(local_address=local), timeout=60)
+
+
+async def guesses(client: httpx.AsyncClient, forwarded: list[str | None]) -> list[int]:
+    """One wrong approver token per entry (each a new one), sent with that X-Forwarded-For (None: without), and
+    the statuses of the JSON API's answers."""
+    statuses = []
+    for n, address in enumerate(forwarded):
+        headers = {"Authorization": f"Bearer wrong-{n}-{address}"}
+        if address is not None:
+            headers["X-Forwarded-For"] = address
+        statuses.append((await client.get("/approvals/api/open", headers=headers)).status_code)
+    return statuses
+
+
+async def test_forwarded_for_from_a_peer_that_is_no_trusted_proxy_changes_no_bucket(tmp_path: Path) -> None:
+    """A local client (a reverse proxy on the same host, or anyone on it) claims 40 addresses: it meets 429 at the
+    same guess as one that claims none, because uvicorn's own trust of 127.0.0.1 is off and no proxy is trusted."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with serve(approval_page_config(tmp_path, port), port):
+        async with from_address(PROXY, base) as plain:
+            without = await guesses(plain, [None] * 40)
+        async with from_address("127.0.0.1", base) as claiming:  # the peer uvicorn would trust by default
+            claimed = await guesses(claiming, [f"203.0.113.{n}" for n in range(40)])
+    assert without == [401] * 20 + [429] * 20
+    assert claimed == without
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_a_trusted_proxy_names_the_client_and_ipv6_counts_by_its_64(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    async with serve(approval_page_config(tmp_path, port, trusted_proxies=[PROXY]), port):
+        async with from_address(PROXY, base) as proxy:
+            many = await guesses(proxy, [f"198.51.100.{n}" for n in range(30)])
+            one_64 = await guesses(proxy, [f"2001:db8:1:2::{n:x}" for n in range(1, 22)])
+            next_64 = await guesses(proxy, ["2001:db8:1:3::1"])
+        async with from_address("127.0.0.1", base) as direct:  # the proxy's own claims did not touch this peer
+            untrusted = await guesses(direct, ["198.51.100.1"])
+    assert many == [401] * 30  # 30 clients, one guess each
+    assert one_64 == [401] * 20 + [429]
+    assert next_64 == [401]
+    assert untrusted == [401]
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_the_host_a_trusted_proxy_forwards_is_the_one_checked(tmp_path: Path) -> None:
+    """The public name is allowed, not the address the proxy connects to: a trusted proxy's X-Forwarded-Host is
+    checked, and the same header from any other peer is not believed."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    config = approval_page_config(tmp_path, port, trusted_proxies=[PROXY], allowed_hosts=["gw.example.com"])
+    public = {"X-Forwarded-Host": "gw.example.com", "X-Forwarded-Proto": "https"}
+    async with serve(config, port):
+        async with from_address(PROXY, base) as proxy:
+            relayed = (await proxy.get("/healthz", headers=public)).status_code
+            unnamed = (await proxy.get("/healthz")).status_code
+        async with from_address("127.0.0.1", base) as other:
+            claimed = (await other.get("/healthz", headers=public)).status_code
+    assert (relayed, unnamed, claimed) == (200, 421, 421)
 
 
 # --- 4. odd token settings refuse to start ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from gateway.config import ConfigError, load_config, parse_config
+from tests.support.asgi import serve_asgi
 from tests.support.clients import Answers, error_code, new_key
 from tests.support.configs import write_toml
 from tests.support.processes import PYTHON, free_port, http_backend, serve
@@ -203,6 +204,40 @@ def test_an_unreachable_server_is_reported_without_a_traceback(tmp_path: Path) -
     assert done.returncode == 1
     assert "cannot read the server's tools" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
+
+
+async def refusing(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An HTTP server that is no MCP server: 401 on /private, 404 anywhere else."""
+    status = 401 if scope["path"] == "/private" else 404
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"no"})
+
+
+@pytest.mark.parametrize(
+    ("case", "where", "names", "way_out"),
+    [
+        ("nothing listens", ["--url", "http://127.0.0.1:{free}/mcp"], "http://127.0.0.1:{free}/mcp", "--url"),
+        ("not MCP", ["--url", "http://127.0.0.1:{web}/wrong"], "HTTP 404", "--url"),
+        ("wants a token", ["--url", "http://127.0.0.1:{web}/private"], "HTTP 401", "--header"),
+        ("no such command", ["--command", "no-such-server --stdio"], "no-such-server", "--command"),
+        ("not a program", ["--command", "{here}"], "not an executable", "--command"),
+        ("exits at once", ["--command", f"{PYTHON} -c pass"], "exited", "--command"),
+        ("never answers", ["--command", "sleep 30", "--timeout", "2"], "2 s", "--timeout"),
+    ],
+)
+async def test_a_server_that_cannot_be_read_is_named_with_the_way_out(
+    tmp_path: Path, case: str, where: list[str], names: str, way_out: str
+) -> None:
+    web = free_port()
+    fill: dict[str, object] = {"free": free_port(), "web": web, "here": tmp_path}
+    async with serve_asgi(refusing, web):
+        args = [word.format(**fill) for word in where]
+        done = await anyio.run_process([PYTHON, "-m", "gateway", "inspect", "--timeout", "20", *args], check=False)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 1, (case, out, err)
+    [line] = [line for line in out.splitlines() if line.startswith("cannot read the server's tools: ")]
+    assert names.format(**fill) in line and way_out in line, (case, line)
+    assert "Group" not in line and "Error" not in line and "Traceback" not in out + err, (case, line)
 
 
 async def test_inspect_over_http_keeps_header_values_out_of_the_draft(tmp_path: Path) -> None:

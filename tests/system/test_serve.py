@@ -14,10 +14,11 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.config import DEFAULT_CONFIG
+from tests.support.approvals import token_page_data
 from tests.support.clients import Answers, applied_body, error_code, new_key, preview
-from tests.support.configs import write_config
+from tests.support.configs import write_config, write_toml
 from tests.support.processes import free_port, serve
-from tests.support.profiles import Profile
+from tests.support.profiles import TENANTS, Profile
 
 pytestmark = pytest.mark.anyio
 
@@ -134,6 +135,29 @@ def test_serve_refuses_a_non_loopback_address_without_auth() -> None:
     )
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0" in done.stderr
+
+
+async def test_serve_warns_when_approval_links_point_at_another_local_port(tmp_path: Path) -> None:
+    port = free_port()
+    data = token_page_data(TENANTS, tmp_path, "http://127.0.0.1:8080")  # init's public_url, served elsewhere
+    log = tmp_path / "gateway.log"
+    with log.open("w") as stderr:
+        async with serve(write_toml(data, tmp_path / "gateway.toml"), port, stderr=stderr):
+            pass
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    warned = [line["msg"] for line in lines if line["level"] == "warning" and "approvals.public_url" in line["msg"]]
+    assert len(warned) == 1 and "8080" in warned[0] and str(port) in warned[0], warned
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_that_cannot_be_is_refused_in_one_sentence(port: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", port], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    [said] = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert "--port" in said and port in said and "0-65535" in said, done.stderr
 
 
 def test_a_bad_config_fails_at_start_naming_the_key(tmp_path: Path) -> None:

@@ -128,26 +128,32 @@ async def test_a_person_previews_and_confirms_a_reset_from_the_terminal(tmp_path
     assert TENANTS.write_count(db) == 1
 
 
-async def test_a_piped_yes_confirms_nothing_unless_the_operator_lets_a_script_answer(tmp_path: Path) -> None:
+async def test_a_piped_yes_sends_no_write_and_the_plan_stays_usable(tmp_path: Path) -> None:
+    """``echo y | mcp-safety-gateway call reset_tenant ...``: stdin is a script, not a person, so the write is not
+    even sent (a cancelled prompt would use the plan up); the same plan then writes once for an operator who lets
+    a script answer."""
     config, port = write_config(TENANTS, tmp_path), free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     db = tmp_path / "backend.db"
 
-    async def reset_with_piped_yes(key: str, *flags: str) -> subprocess.CompletedProcess[bytes]:
-        words = ("tenantId=tn_checkout01", "fixture=empty")
-        preview = await anyio.run_process(gateway_call(url, "preview_tenant_reset", *words), check=False)
-        plan_id = re.search(r"planId: (pl_\S+)", preview.stdout.decode())
-        assert plan_id is not None, preview.stdout
-        reset = gateway_call(url, "reset_tenant", f"planId={plan_id.group(1)}", f"idempotencyKey={key}", *flags)
+    async def reset_with_piped_yes(plan_id: str, key: str, *flags: str) -> subprocess.CompletedProcess[bytes]:
+        reset = gateway_call(url, "reset_tenant", f"planId={plan_id}", f"idempotencyKey={key}", *flags)
         return await anyio.run_process(reset, input=b"y\n", check=False)
 
     async with serve(config, port):
-        piped = await reset_with_piped_yes("piped-key-0001")
-        assert piped.returncode == 1 and "error not_confirmed" in piped.stdout.decode()
+        words = ("tenantId=tn_checkout01", "fixture=empty")
+        preview = await anyio.run_process(gateway_call(url, "preview_tenant_reset", *words), check=False)
+        plan = re.search(r"planId: (pl_\S+)", preview.stdout.decode())
+        assert plan is not None, preview.stdout
+        before = TENANTS.snapshot(db, "tn_checkout01")
+        piped = await reset_with_piped_yes(plan.group(1), "piped-key-0001")
+        assert piped.returncode == 2 and piped.stdout == b"", piped.stdout
         assert "stdin is not a terminal" in piped.stderr.decode()
-        assert TENANTS.write_count(db) == 0
-        allowed = await reset_with_piped_yes("piped-key-0002", "--answers-from-stdin")
+        assert "--answers-from-stdin" in piped.stderr.decode()
+        assert TENANTS.write_count(db) == 0 and TENANTS.snapshot(db, "tn_checkout01") == before
+        allowed = await reset_with_piped_yes(plan.group(1), "piped-key-0001", "--answers-from-stdin")
     assert allowed.returncode == 0, allowed.stderr
+    assert "replayed: false" in allowed.stdout.decode()
     assert TENANTS.write_count(db) == 1
 
 

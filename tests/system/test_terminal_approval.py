@@ -115,3 +115,26 @@ async def test_ctrl_c_ends_the_wait_says_nothing_was_written_and_the_same_comman
     code, screen = await anyio.to_thread.run_sync(again.finish)
     assert code == 0 and "replayed: false" in screen, screen
     assert TENANTS.write_count(served.db) == before[0] + 1
+
+
+@pytest.mark.parametrize(
+    ("case", "token", "url", "names", "way_out"),
+    [
+        ("no token", None, "http://127.0.0.1:{free}", "GATEWAY_APPROVER_TOKEN", "export GATEWAY_APPROVER_TOKEN="),
+        ("no gateway", "a-token", "http://127.0.0.1:{free}", "http://127.0.0.1:{free}", "--url"),
+        ("the MCP endpoint", "a-token", "{served}/mcp", "{served}/mcp", "without /mcp"),
+    ],
+)
+async def test_approvals_list_names_what_is_missing_and_the_way_out(
+    served: Served, case: str, token: str | None, url: str, names: str, way_out: str
+) -> None:
+    fill = {"free": free_port(), "served": served.base}
+    env = {key: value for key, value in os.environ.items() if key != "GATEWAY_APPROVER_TOKEN"}
+    if token is not None:
+        env["GATEWAY_APPROVER_TOKEN"] = token
+    command = [sys.executable, "-m", "gateway", "approvals", "list", "--url", url.format(**fill)]
+    done = await anyio.run_process(command, check=False, env=env)
+    said = done.stderr.decode()
+    assert done.returncode == 2 and done.stdout == b"", (case, said)
+    assert names.format(**fill) in said and way_out in said, (case, said)
+    assert "Traceback" not in said and len(said.strip().splitlines()) == 1, (case, said)

@@ -1,6 +1,7 @@
 """Approver sessions live in the store: every replica agrees on them, a sign-out or the operator revokes them
 everywhere, each request checks them against the config as it is now, and a cookie is good only at the public URL
-it was issued for. Approver-token attempts are rate limited per source and per token.
+it was issued for. Approver-token attempts are rate limited per source (an IPv6 one by its /64), per token, and
+all together.
 
 Gateways run in this process over one SQLite store (replicas of one page, or a staging gateway sharing the secret
 key); people use the page through its ASGI app. Real processes, a restart and a real client are in
@@ -173,6 +174,36 @@ async def test_approver_token_guesses_are_limited_per_source_and_per_token(tmp_p
             form = await user.http.get("/approvals/login")
             signed = await user.post("/approvals/login", {"csrf": csrf_of(form.text), "token": TOKENS["carol"]})
         assert signed.status_code == 429 and "Too many" in signed.text
+
+
+async def test_guesses_from_one_ipv6_network_share_a_bucket(tmp_path: Path) -> None:
+    def slow(data: dict[str, Any]) -> None:
+        data["approvals"]["token_attempts_per_minute"] = 5
+
+    async with gateways(tmp_path, PROD, change=slow) as [(_, page)]:
+        spread = [await api_attempt(page, f"guess-{n}", f"2001:db8:1:2:{n:x}::1") for n in range(6)]
+        elsewhere = await api_attempt(page, TOKENS["bob"], "2001:db8:1:3::1")
+    assert [r.status_code for r in spread] == [401] * 5 + [429]
+    assert elsewhere.status_code == 200
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_guesses_from_everywhere_meet_one_ceiling(tmp_path: Path) -> None:
+    def ceiling(data: dict[str, Any]) -> None:
+        data["approvals"]["token_attempts_per_minute_total"] = 5
+
+    async with gateways(tmp_path, PROD, change=ceiling) as [(gw, page)]:
+        approval_id, _ = await waiting_write(gw)
+        spread = [await api_attempt(page, f"guess-{n}", f"198.51.100.{n}") for n in range(6)]
+        right = await api_attempt(page, TOKENS["bob"], "203.0.113.1")  # not even compared past the ceiling
+        assert right.json()["code"] == "rate_limited"
+        gw.clock.offset += 60  # type: ignore[attr-defined]  # tests.support.clients.Clock
+        later = await api_attempt(page, TOKENS["bob"], "203.0.113.1")
+        stored = await gw.store.get_approval(approval_id)
+    assert [r.status_code for r in spread] == [401] * 5 + [429]
+    assert (right.status_code, later.status_code) == (429, 200)
+    assert stored is not None and stored.decisions == ()
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
 
 
 def test_the_sessions_subcommand_reads_the_configs_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.runtime import Gateway
-from tests.support.clients import connect, error_code
+from tests.support.clients import connect, error_body, error_code
 from tests.support.profiles import FLAGS, PROFILES, Profile
 
 pytestmark = pytest.mark.anyio
@@ -164,15 +164,30 @@ async def test_bad_arguments_are_refused_without_coercion_or_backend_writes(
     assert profile.write_count(db) == before
 
 
-async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, profile: Profile, era: str) -> None:
+async def test_oversized_arguments_are_refused_as_too_large(gw: Gateway, profile: Profile, era: str, db: Path) -> None:
     deep: Any = "x"
     for _ in range(40):
         deep = {"a": deep}
+    before = profile.write_count(db)
     async with connect(gw, era) as client:
         nested = await client.call_tool(profile.list_tool, {"cursor": deep})
         long = await client.call_tool(profile.list_tool, {"cursor": "x" * 70_000})
+        many = await client.call_tool(profile.write_tool, {"planId": list(range(20_000))})
     assert error_code(nested) == "request_too_large"
     assert error_code(long) == "request_too_large"
+    assert error_code(many) == "request_too_large"
+    # Each names the argument and the limit it passed, in the details and in the sentence.
+    expected: list[tuple[types.CallToolResult, dict[str, Any]]] = [
+        (nested, {"field": "cursor" + ".a" * 15, "limit": 16, "setting": "limits.max_depth"}),
+        (long, {"field": "cursor", "limit": 65_536, "setting": "limits.max_string_bytes"}),
+        (many, {"field": None, "limit": 10_000, "setting": "limits.max_elements"}),
+    ]
+    for result, details in expected:
+        body = error_body(result)
+        assert body["details"] == details
+        assert str(details["limit"]) in body["message"] and str(details["setting"]) in body["message"]
+        assert details["field"] is None or f"`{details['field']}`" in body["message"]
+    assert profile.write_count(db) == before
 
 
 async def test_preview_of_a_protected_target_gives_no_plan(gw: Gateway, profile: Profile, era: str) -> None:

@@ -1,5 +1,5 @@
-"""What the terminal client says when a call cannot be made: one or two sentences and what to do, never a
-traceback. The SDK reports these as exception groups of transport errors (``httpx2``) or JSON-RPC errors
+"""What the terminal client (and ``inspect``) says when a call cannot be made: one or two sentences and what to
+do, never a traceback. The SDK reports these as exception groups of transport errors (``httpx2``) or JSON-RPC errors
 (``MCPError``); the HTTP status of the last answer, recorded by the client, tells a 401 from a wrong URL."""
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ SHOWN = 4096
 """The longest text from the gateway shown whole (longer is cut with an ellipsis)."""
 
 
+class LastStatus:
+    """Records the HTTP status of a server's last answer: the SDK reports a 401 or a 404 like any other failure."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        self.status = response.status_code
+
+
 def printable(text: str) -> str:
     """Text from the gateway as the terminal shows it: control, bidi and format characters spelled out."""
     return escaped(text, SHOWN)
@@ -24,7 +34,7 @@ def printable(text: str) -> str:
 
 def explain(exc: BaseException, url: str, token_env: str, token_sent: bool, status: int | None) -> list[str]:
     """The sentences for a call that failed before a tool answered."""
-    leaf = _leaf(exc)
+    leaf = leaf_of(exc)
     where = printable(url)
     if status == 401:
         if token_sent:
@@ -58,7 +68,7 @@ def unknown_tool(name: str, names: list[str]) -> list[str]:
     return [first, f"tools: {listed} (a tool your token may not use is not shown)"]
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def leaf_of(exc: BaseException) -> BaseException:
     """The one error that says what happened, from an exception group (protocol errors before transport ones)."""
     leaves = list(_leaves(exc))
     for kind in (MCPError, httpx2.HTTPError, OSError):

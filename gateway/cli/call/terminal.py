@@ -2,10 +2,11 @@
 
 It connects to a running gateway over streamable HTTP (2025-11-25 era, so confirmation prompts and progress
 arrive during the call), prints the result as a table, and answers prompts at the keyboard: y/N for a checkbox,
-the target's id for a typed confirmation; it will not answer from a stdin that is not a terminal unless told to
-(``--answers-from-stdin``). A write that people approve on the gateway's page shows its link and waits with a
-countdown, which Ctrl-C ends (gateway.cli.call.approval). Arguments are typed by the tool's inputSchema
-(gateway.cli.call.arguments).
+the target's id for a typed confirmation. A stdin that is not a terminal answers nothing unless the operator says
+``--answers-from-stdin``: a tool that may write is then not called at all (a cancelled prompt would use its plan
+up), and any prompt that still comes is cancelled. A write that people approve on the gateway's page shows its
+link and waits with a countdown, which Ctrl-C ends (gateway.cli.call.approval). Arguments are typed by the tool's
+inputSchema (gateway.cli.call.arguments).
 A bearer token is read from an environment variable (never from the command line, where ``ps`` would show it).
 Everything shown that came from the gateway is escaped (gateway.text); every failure is one or two
 sentences (gateway.cli.call.failures). Exit status: 0 success, 1 a refusal (a coded tool error), 2 a usage,
@@ -30,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.cli.call.approval import ApprovalWait, until_decided
 from gateway.cli.call.arguments import UsageError, parse_pairs
-from gateway.cli.call.failures import explain, printable, unknown_tool
+from gateway.cli.call.failures import LastStatus, explain, printable, unknown_tool
 
 __all__ = ["UsageError", "parse_pairs", "run", "run_tools"]
 
@@ -41,16 +42,6 @@ def say(*lines: str) -> None:
     """Sentences for the person, on stderr (stdout carries only results)."""
     for line in lines:
         print(f"{PROG}: {line}", file=sys.stderr)
-
-
-class LastStatus:
-    """Records the HTTP status of the gateway's last answer: the SDK reports a 401 like any other failure."""
-
-    def __init__(self) -> None:
-        self.status: int | None = None
-
-    async def __call__(self, response: httpx2.Response) -> None:
-        self.status = response.status_code
 
 
 @asynccontextmanager
@@ -67,6 +58,18 @@ async def connected(
         Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=answers) as client,
     ):
         yield client
+
+
+NOBODY_TO_ASK = (
+    "not calling: the tool writes, and its confirmation needs a person, but stdin is not a terminal (the call was "
+    "not sent, so a plan it names is still usable)",
+    "run it in a terminal, or pass --answers-from-stdin to let a script answer",
+)
+
+
+def read_only(tool: types.Tool) -> bool:
+    """Whether the tool says it only reads (a write, or a tool that says nothing, may ask to be confirmed)."""
+    return tool.annotations is not None and tool.annotations.read_only_hint is True
 
 
 class Keyboard:
@@ -239,6 +242,9 @@ async def call(url: str, tool: str, pairs: list[str], token_env: str, raw: bool,
             listed = {item.name: item for item in (await client.list_tools()).tools}
             if tool not in listed:
                 say(*unknown_tool(tool, list(listed)))
+                return 2
+            if not piped and not sys.stdin.isatty() and not read_only(listed[tool]):
+                say(*NOBODY_TO_ASK)
                 return 2
             try:
                 arguments = parse_pairs(pairs, dict(listed[tool].input_schema))

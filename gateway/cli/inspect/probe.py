@@ -3,7 +3,10 @@
 Nothing but ``initialize`` and ``tools/list`` is sent (``mode="legacy"``: no discovery probe either), so
 pointing ``inspect`` at a production server changes nothing there. Headers given with ``--header`` are used
 for this connection only and never written to the draft; ``--header-env NAME=VAR`` reads the value from the
-environment and the draft keeps the reference (``backend.headers_from_env``), never the secret.
+environment and the draft keeps the reference (``backend.headers_from_env``), never the secret. A server that
+cannot be read is one sentence naming it and the flag to change (``Server.unreadable``): nothing answers at the
+URL, it answers HTTP 404 or wants credentials, the command does not exist or exits at once, or it is silent past
+``--timeout``.
 """
 
 from __future__ import annotations
@@ -24,14 +27,18 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from gateway.backend.client import all_tools, resolve_command
+from gateway.cli.call.failures import LastStatus, leaf_of
 from gateway.cli.inspect.draft import draft, header, to_draft_toml
 from gateway.cli.inspect.findings import ToolFindings, examine
 from gateway.text import escaped, quoted
 
 NAME_CHARS = 200
 """A longer server or tool name is cut in the report (the draft's header keeps it whole, escaped)."""
+CONNECTION_CLOSED = -32000
+"""The SDK's code when the server's side of the connection closed (a stdio child that exited)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +63,45 @@ class Server:
 
     @cached_property
     def http(self) -> httpx2.AsyncClient | None:
-        """The HTTP client of a URL, with the headers (closed by read_server)."""
+        """The HTTP client of a URL, with the headers (closed by read_server); it records the last status."""
         if self.url is None:
             return None
         from_env = {name: os.environ.get(var, "") for name, var in self.headers_from_env.items()}
-        return httpx2.AsyncClient(headers={**from_env, **self.headers})
+        return httpx2.AsyncClient(headers={**from_env, **self.headers}, event_hooks={"response": [self.last]})
+
+    @cached_property
+    def last(self) -> LastStatus:
+        """The HTTP status of the server's last answer (the SDK reports a 404 like any other failure)."""
+        return LastStatus()
+
+    def unreadable(self, exc: BaseException, seconds: float) -> str:
+        """Why the tools could not be read, naming the server and what to change."""
+        program = quoted(self.command[0], NAME_CHARS) if self.command else ""
+        where = quoted(self.url, NAME_CHARS) if self.url is not None else program
+        leaf = leaf_of(exc)
+        if isinstance(leaf, TimeoutError | httpx2.TimeoutException):
+            return f"{where} did not answer initialize and tools/list within {seconds:g} s (raise it with --timeout)"
+        if isinstance(leaf, FileNotFoundError):
+            return f"cannot start {program}: no such command; check --command (is it installed, and on PATH?)"
+        if isinstance(leaf, PermissionError):
+            return f"cannot start {program}: it is not an executable program; check --command"
+        status = self.last.status
+        if status in (401, 403):
+            return (
+                f"{where} refused the connection (HTTP {status}): it wants credentials; send them with "
+                "--header 'Authorization: Bearer ...' or --header-env NAME=ENV_VAR"
+            )
+        if status is not None and status >= 400:
+            return f"{where} answered HTTP {status}, not MCP; check --url (the server's streamable-HTTP endpoint)"
+        if isinstance(leaf, httpx2.ConnectError | ConnectionError):
+            return f"nothing answers at {where}: is the server running? check --url"
+        if isinstance(leaf, MCPError) and self.url is None and leaf.code == CONNECTION_CLOSED:
+            return f"{where} exited before it answered initialize (its own output is above); check --command"
+        if isinstance(leaf, MCPError):
+            return f"{where} answered with protocol error {leaf.code}: {escaped(leaf.message, NAME_CHARS)}"
+        if isinstance(leaf, OSError):
+            return f"cannot reach {where}: {escaped(leaf.strerror or 'an operating-system error', NAME_CHARS)}"
+        return f"cannot talk to {where}; check {'--url' if self.url is not None else '--command'} and its log"
 
     def connect(self) -> AbstractAsyncContextManager[Client]:
         """A client connection: ``initialize`` is its one request."""
@@ -92,7 +133,7 @@ def inspect(server: Server, out: Callable[[str], None], *, draft_to: Path | None
     try:
         info, tools = anyio.run(read)
     except Exception as exc:  # any failure to reach or read the server is reported, not raised
-        out(f"cannot read the server's tools: {type(exc).__name__}")
+        out(f"cannot read the server's tools: {server.unreadable(exc, seconds)}")
         return 1
     name = f"{info.name} {info.version}" if info is not None else "the server"
     findings = [examine(tool) for tool in tools]

@@ -2,10 +2,12 @@
 approver tokens checked under their rate limits, and recording one person's decision.
 
 Approver-token attempts (the page's token sign-in, every call of the JSON API), right or wrong, each take one
-token from two buckets in the store: one for the source address and one for the token presented (by a digest, so
-the bucket's name reveals nothing), each refilled at ``[approvals] token_attempts_per_minute``. Guessing from many
-addresses, or trying one stolen token from many, is slowed the same way, and the buckets are shared by every
-replica on a shared store.
+token from three buckets in the store, in turn, and stop at the first that is empty: the source's (an IPv4
+address, an IPv6 /64: gateway/http/proxies.py; the peer, or the client a trusted proxy names) and the token's (by
+a digest, so the bucket's name reveals nothing), each refilled at ``[approvals] token_attempts_per_minute``, then
+one for every attempt from anywhere, refilled at ``token_attempts_per_minute_total``. One stolen token tried from
+many addresses meets the token's bucket; guesses from many addresses or networks meet the ceiling. The buckets
+are shared by every replica on a shared store.
 
 A decision is stored with a compare-and-set on the approval's revision, retried when another decision landed
 first, so two approvers deciding at once on two replicas both count (or one is refused by the rules), never lost.
@@ -24,6 +26,7 @@ from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide,
 from gateway.audit import trail
 from gateway.errors import StoreUnavailable
 from gateway.http.page.login import Approver, token_approver
+from gateway.http.proxies import source_key
 from gateway.identity.person import audited
 from gateway.records import Approval, AuditEntry
 from gateway.runtime import Gateway
@@ -62,23 +65,23 @@ class TooManyAttempts(Exception):
 
 
 def source_of(request: Request) -> str:
-    """Where a request came from, as the attempt limits count it (the peer address the edge admitted)."""
-    return request.client.host if request.client is not None else "unknown"
+    """Where a request came from, as the attempt limits count it: the client the edge admitted (the peer, or the
+    client a trusted proxy named), an IPv6 one by its /64."""
+    return source_key(request.client.host) if request.client is not None else "unknown"
 
 
 async def approver_by_token(gw: Gateway, source: str, token: str) -> Approver | None:
     """The approver an approver token belongs to (None: no such token), counted against the attempt limits;
-    TooManyAttempts once either bucket is empty (nothing is compared then)."""
-    rate = gw.config.approvals.token_attempts_per_minute
+    TooManyAttempts at the first empty bucket (nothing is compared then)."""
+    approvals = gw.config.approvals
+    rate, total = approvals.token_attempts_per_minute, approvals.token_attempts_per_minute_total
     digest = hashlib.sha256(b"gateway/approver-attempt/v1:" + token.encode()).hexdigest()[:32]
     now = gw.clock()
-    waits = [
-        await gw.store.take_token(f"approver-token:source:{source}", rate / 60, rate, now),
-        await gw.store.take_token(f"approver-token:token:{digest}", rate / 60, rate, now),
-    ]
-    if max(waits) > 0:
-        raise TooManyAttempts(max(waits))
-    return token_approver(gw.config.approvals.tokens, token)
+    for bucket, per_minute in (("source:" + source, rate), ("token:" + digest, rate), ("all", total)):
+        wait = await gw.store.take_token(f"approver-token:{bucket}", per_minute / 60, per_minute, now)
+        if wait > 0:
+            raise TooManyAttempts(wait)
+    return token_approver(approvals.tokens, token)
 
 
 async def record(

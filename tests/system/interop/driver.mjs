@@ -1,6 +1,7 @@
 // A real TypeScript MCP client, driven one command at a time by tests/system/interop/test_interop.py.
 //
 //   node driver.mjs sdk1 URL      @modelcontextprotocol/sdk 1.x: the 2025-11-25 wire, elicitation/create pushed over SSE
+//   node driver.mjs sdk1url URL   sdk1 declaring url elicitation too: a url-mode write's link pushed to it, accepted
 //   node driver.mjs client2 URL   @modelcontextprotocol/client 2.x pinned to 2026-07-28: InputRequiredResult rounds
 //   node driver.mjs tasks2 URL    client2 with an @modelcontextprotocol/ext-tasks session over it: the tasks extension
 //                                 (io.modelcontextprotocol/tasks) declared on its calls, tasks/get polled for it
@@ -17,8 +18,8 @@
 import { createInterface } from 'node:readline';
 
 const [kind, url] = process.argv.slice(2);
-if (!['sdk1', 'client2', 'tasks2'].includes(kind) || !url) {
-  process.stderr.write('usage: node driver.mjs sdk1|client2|tasks2 URL\n');
+if (!['sdk1', 'sdk1url', 'client2', 'tasks2'].includes(kind) || !url) {
+  process.stderr.write('usage: node driver.mjs sdk1|sdk1url|client2|tasks2 URL\n');
   process.exit(2);
 }
 
@@ -66,6 +67,11 @@ async function recordingFetch(input, init = {}) {
 }
 
 function onElicit(params) {
+  if (params.mode === 'url') {
+    // The user agrees to open the link; the test's browser is the person who decides there.
+    prompts.push({ message: params.message, mode: 'url', url: params.url, elicitationId: params.elicitationId });
+    return { action: answer === 'accept' ? 'accept' : answer };
+  }
   prompts.push({ message: params.message, requestedSchema: params.requestedSchema });
   if (answer === 'accept') {
     return { action: 'accept', content: { confirm: true } };
@@ -73,11 +79,11 @@ function onElicit(params) {
   return { action: answer };
 }
 
-async function connectSdk1() {
+async function connectSdk1(elicitation = { form: {} }) {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
   const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
-  const client = new Client({ name: 'interop-sdk1', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+  const client = new Client({ name: 'interop-sdk1', version: '1.0.0' }, { capabilities: { elicitation } });
   client.setRequestHandler(ElicitRequestSchema, async (request) => onElicit(request.params));
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
   await client.connect(transport);
@@ -250,7 +256,12 @@ async function run(session, command) {
   }
 }
 
-const connect = { sdk1: connectSdk1, client2: () => connectClient2(), tasks2: connectTasks2 };
+const connect = {
+  sdk1: () => connectSdk1(),
+  sdk1url: () => connectSdk1({ form: {}, url: {} }),
+  client2: () => connectClient2(),
+  tasks2: connectTasks2,
+};
 const session = await connect[kind]();
 process.stdout.write(`${JSON.stringify({ ready: true, kind, connectWire: wire })}\n`);
 wire = [];

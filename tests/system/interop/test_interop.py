@@ -18,7 +18,8 @@ A third gateway puts the write behind its own approval page (``confirm = "url"``
 ext-tasks session and the ``fastmcp`` client (PyPI fastmcp 4 with fastmcp-tasks, driven by ``fastmcp_driver.py``
 in its own virtualenv, ``.venv-fastmcp``, made by ``.ci/setup-fastmcp.sh``), are each answered with a task,
 follow it with ``tasks/get`` while a person approves in Debian's Chromium (one browser for the module), and get the
-write's result; a cancelled task writes nothing.
+write's result; a cancelled task writes nothing. The TypeScript SDK 1.x, declaring url elicitation, is pushed the
+approval link instead, and its call returns the write's result once the person approved.
 
 Locally the module skips when ``node`` or ``tests/system/interop/node_modules`` is missing (conftest.py), and the
 fastmcp tests when its virtualenv is; in CI (``CI`` set) they fail instead, since ``.ci/setup-node.sh`` and
@@ -571,6 +572,50 @@ async def test_a_tasks_client_cancels_a_waiting_write_and_nothing_is_written(
     assert refusal({"result": outcome(again)["result"]}) == "plan_not_found"
     assert gw.writes() == writes
     assert gw.tenant(TENANTS.other) == before
+
+
+async def until_open(gw: Served, plan_id: str) -> None:
+    """Wait until the write of this plan waits on the approval page (its approver's JSON API lists it)."""
+    wanted = approval_id_for(plan_id)
+    headers = {"Authorization": f"Bearer {APPROVERS['carol']}"}
+    async with httpx.AsyncClient(base_url=gw.url.removesuffix("/mcp"), timeout=STEP_SECONDS) as http:
+        for _ in range(10):  # the approver-token limit allows 20 a minute from here
+            listed = (await http.get("/approvals/api/open", headers=headers)).json()["approvals"]
+            if any(approval["approvalId"] == wanted for approval in listed):
+                return
+            await anyio.sleep(0.5)
+    pytest.fail(f"the write of {plan_id} never waited on the page")
+
+
+async def test_the_typescript_sdk_1_follows_a_pushed_approval_link_to_the_write(
+    served_by_url: Served, chromium: Any, tmp_path: Path
+) -> None:
+    """@modelcontextprotocol/sdk 1.x declaring url elicitation (2025-11-25): the write pushes it the approval
+    link, the call waits while a person approves in Chromium, then the write runs once."""
+    gw = served_by_url
+    writes, before = gw.writes(), gw.tenant(TENANTS.spare)
+    async with driver("sdk1url", gw, tmp_path / "client.stderr") as (client, ready):
+        check_era("sdk1", ready, await client.send("info"))
+        plan = success(await client.call(TENANTS.preview_tool, TENANTS.preview_args(TENANTS.spare)))
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        replies: list[dict[str, Any]] = []
+
+        async def write() -> None:
+            replies.append(await client.call(TENANTS.write_tool, args))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(write)
+            await until_open(gw, plan["planId"])
+            assert gw.writes() == writes  # waiting for the person
+            await approve_on_the_page(chromium, gw.approval_page(plan["planId"]), "carol")
+        [written] = replies
+    assert success(written) == applied_body(plan, before[0] + 1)
+    assert [(prompt["mode"], prompt["url"]) for prompt in written["prompts"]] == [
+        ("url", gw.approval_page(plan["planId"]))
+    ]
+    assert [m.get("action") for m in posted_responses(written)] == ["accept"]
+    assert gw.writes() == writes + 1
+    assert gw.tenant(TENANTS.spare) == (before[0] + 1, 0)
 
 
 # --- the MCP Inspector CLI -------------------------------------------------------------------------------------
