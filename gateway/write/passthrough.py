@@ -47,7 +47,8 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from gateway.approvals.policy import Choice, scopes_for
-from gateway.catalog.published import PublishedTool, beyond_limits
+from gateway.catalog.answers import answer_of
+from gateway.catalog.published import PublishedTool
 from gateway.config import Limits, PassthroughTool
 from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
@@ -133,22 +134,6 @@ def prompt(config: PassthroughTool, tool: str, arguments: dict[str, Any], proper
         return f"Call {tool} with {text}?"
     names = {name: _encoded(arguments[name]) if name in arguments else "(not given)" for name in properties}
     return str(render(config.message, {**names, "tool": tool, "arguments": text}))
-
-
-def answer_of(published: PublishedTool, reply: Reply | None, limits: Limits) -> dict[str, Any] | None:
-    """A successful answer as the published output schema describes it (without ``replayed``) and within the
-    ``[limits]`` a caller's arguments are held to (the backend's own schema may bound nothing), or None."""
-    if reply is LOST or reply.is_error:
-        return None
-    body = reply.json()
-    if not isinstance(body, dict) or beyond_limits(body, limits) is not None:
-        return None
-    checked = {**body, "replayed": False} if published.config.writes else body
-    try:
-        published.validate_output(checked)
-    except ValueError:
-        return None
-    return body
 
 
 def settle_call(published: PublishedTool, reply: Reply | None, limits: Limits) -> Settlement:
