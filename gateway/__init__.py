@@ -17,5 +17,5 @@ The rooms, from the edges down; each imports only rooms below it (tests/unit/tes
     config/         TOML in, frozen models out; the config's path and template language (config/expressions)
     observability/  logs, metrics, traces
     ratelimit       per-caller and per-tool limits over the store's buckets
-    records, errors, text, signing, cursor, crashpoints: small shared pieces at the bottom
+    records, errors, text, signing, cursor, crashpoints, protocol: small shared pieces at the bottom
 """

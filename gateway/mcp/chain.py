@@ -23,8 +23,8 @@ from typing import Any
 from gateway.catalog.published import refuse_oversized
 from gateway.identity.caller import authorize as authorize_scopes
 from gateway.identity.caller import current_scopes
+from gateway.protocol import resuming
 from gateway.tools.kinds import Kind, Request
-from gateway.write.ask.task import resuming
 from gateway.write.driver import Answer, decided
 
 

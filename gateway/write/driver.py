@@ -34,7 +34,7 @@ import anyio
 import mcp_types as types
 
 from gateway.approvals import results
-from gateway.audit import trail
+from gateway.audit import entries, trail
 from gateway.audit.floods import is_flood_candidate
 from gateway.backend import BackendUnavailable, OutcomeLost, unreachable
 from gateway.catalog.published import IDEMPOTENCY_KEY, PLAN_ID
@@ -46,7 +46,6 @@ from gateway.write.parts import Parts
 from gateway.write.progress import CALLING, DONE, Reporter, silent
 from gateway.write.steps import LOST, Settlement, next_key_state, outcome_unknown_body
 
-AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
 STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
 NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
 
@@ -61,53 +60,53 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class AuditedCall:
-    """One call of a tool that writes: who, which tool, and the audit entry its decision will leave."""
+    """One call of a tool that writes: who, which tool, and the facts its decision's one audit entry will say."""
 
     gw: Parts
     name: str
     caller: str
     progress: Reporter = silent
-    entry: AuditEntry = field(init=False)
+    facts: entries.Facts = field(init=False)
     sealed: bool = field(default=False, init=False)
     approved: bool = field(default=False, init=False)
     """People approved this call's write on the page (url mode): what becomes of it is recorded on the approval."""
 
     def __post_init__(self) -> None:
-        self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
+        self.facts = entries.Facts(self.caller, self.name)
 
     def note(self, **facts: Any) -> None:
         """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
-        self.entry = replace(self.entry, **facts)
+        self.facts = replace(self.facts, **facts)
 
-    def seal(self, outcome: str, code: str | None) -> AuditEntry:
-        """Take this call's one entry to store with the key's outcome; ``audit`` stores nothing after this. The
-        user's answer, if there was a prompt, is counted here."""
+    def seal(self, entry: entries.Outcome) -> AuditEntry:
+        """Take this call's one entry (``entry``: the constructor of its outcome, gateway.audit.entries) to store
+        with the key's outcome; ``audit`` stores nothing after this. The user's answer, if there was a prompt, is
+        counted here."""
         if self.sealed:
             raise RuntimeError(f"the audit entry of this {self.name} call was sealed already")
         self.sealed = True
-        if self.entry.confirmation is not None:
-            self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code)
+        if self.facts.confirmation is not None:
+            self.gw.metrics.answers.labels(self.facts.confirmation).inc()
+        return entry(self.facts, self.gw.clock())
 
-    async def audit(self, outcome: str, code: str | None) -> None:
+    async def audit(self, entry: entries.Outcome) -> None:
         """Store the entry of a decision that settled no key (its outcome's entry is sealed with the key instead);
         a refusal that never reached a plan is counted, and stored only as the first of its minute
-        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``). A store that
-        fails to take it is logged: the caller still gets the answer."""
+        (gateway.audit.floods). A store that fails to take it is logged: the caller still gets the answer."""
         if self.sealed:
             return
-        entry = self.seal(outcome, code)
+        sealed = self.seal(entry)
         store, refusals = self.gw.store, self.gw.refusals
         try:
-            for report in refusals.due(entry.at):
+            for report in refusals.due(sealed.at):
                 await trail.append(store, report)
-            if is_flood_candidate(entry):
-                self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
-                if not refusals.admit(entry):
+            if is_flood_candidate(sealed):
+                self.gw.metrics.refusals_before_plan.labels(self.name, sealed.code).inc()
+                if not refusals.admit(sealed):
                     return
-            await trail.append(store, entry)
+            await trail.append(store, sealed)
         except Exception as exc:
-            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
+            log.error("audit entry not stored (%s): %s", type(exc).__name__, sealed)
 
 
 async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable[[], Awaitable[Answer]]) -> Answer:
@@ -123,18 +122,25 @@ async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable
             raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
         _count_refusal(call, err.wire_code)
-        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
+        await call.audit(_outcome(err))
         raise
     if not isinstance(outcome, dict):
         return outcome
-    await call.audit("replayed" if outcome["replayed"] else "applied", None)
+    await call.audit(entries.replayed if outcome["replayed"] else entries.applied)
     return outcome
+
+
+def _outcome(error: ToolError | None) -> entries.Outcome:
+    """The constructor of a decision's entry: applied, or the one its refusal calls for."""
+    if error is None:
+        return entries.applied
+    return lambda facts, at: entries.refusal(facts, at, error)
 
 
 def _count_refusal(call: AuditedCall, code: str) -> None:
     """A refusal once the write's mode was chosen (a deny, a pending or rejected approval, a declined form) is
     counted by tool, mode, rule and code: the audit entry carries the same mode and rule."""
-    chosen = call.entry.extra or {}
+    chosen = call.facts.extra or {}
     if not call.sealed and "mode" in chosen:
         rule = chosen.get("rule") or "(tool)"
         call.gw.metrics.write_refusals.labels(call.name, chosen["mode"], rule, code).inc()
@@ -266,10 +272,9 @@ async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settl
     what it could not take is kept (gateway.write.outcome) and stored by the next write call that finds the
     store working."""
     error = settlement.error()
-    outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
     next_key_state(record.state, settlement.state)  # raises if the table in gateway.records forbids it
     settled = replace(record, state=settlement.state, result=settlement.result)
-    entry = call.seal(outcome, None if error is None else error.wire_code)
+    entry = call.seal(_outcome(error))
     await call.gw.unsettled.put(call.gw.store, settled, entry)
 
 
