@@ -48,7 +48,7 @@ async def append(store: AuditStore, entry: AuditEntry) -> None:
 async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry | None) -> None:
     """Record a write's outcome under its key together with its audit entry. If the store fails (unreachable, a
     locked or full file) the entry is logged too and the error goes on to the write path, which still answers the
-    caller and keeps the outcome for a later try (gateway.write.outcome)."""
+    caller and keeps the outcome for a later try (gateway.write.unsettled)."""
     try:
         stored = await store.settle(record, entry)
     except OutcomeNotRecorded as exc:  # the entry is in the store; the outcome is kept and settled later

@@ -13,7 +13,7 @@ against cancellation and what an exception at each point does are written here o
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write cannot
 leave the key in flight: the backend call (bounded by its timeout) and the record always finish. Nor can an
 exception: one before the backend call releases the key, one after it settles the key with the write's outcome
-(unknown when that cannot be told), and a store that cannot take the outcome has it kept (gateway.write.outcome)
+(unknown when that cannot be told), and a store that cannot take the outcome has it kept (gateway.write.unsettled)
 while the caller is told the truth.
 
 The audit entry is taken exactly once, by an explicit call: ``seal`` hands the entry to the key's outcome (stored
@@ -269,7 +269,7 @@ async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settl
     keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
     with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
     no write that reached the backend goes unaudited. A failing store cannot turn the outcome into an error:
-    what it could not take is kept (gateway.write.outcome) and stored by the next write call that finds the
+    what it could not take is kept (gateway.write.unsettled) and stored by the next write call that finds the
     store working."""
     error = settlement.error()
     next_key_state(record.state, settlement.state)  # raises if the table in gateway.records forbids it

@@ -18,7 +18,7 @@ write shares (gateway.write.driver).
           version and every planned number        plan_stale (lookups read afresh)
     7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes,
           approvers did on the page (url); a form                                  uses_up_plan,
-          declined or cancelled uses the plan up (the key stays free)              gateway.write.ask.page
+          declined or cancelled uses the plan up (the key stays free)              gateway.write.ask.people
     8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
     9     the backend's answer becomes the outcome (applied, unknown,             settle
           error), reporting only values that fit the output schema

@@ -24,7 +24,7 @@ from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_identity
 from gateway.protocol import TASKS_EXTENSION, resuming, stateless
 from gateway.records import Task
-from gateway.write.ask import page
+from gateway.write.ask import people
 from gateway.write.parts import Parts
 
 RESULT_SECONDS = 3600.0
@@ -41,12 +41,12 @@ def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 async def open_task(
-    gw: Parts, params: types.CallToolRequestParams, request: page.Request, tool: str, max_live: int
+    gw: Parts, params: types.CallToolRequestParams, request: people.Request, tool: str, max_live: int
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas
     racing may each pass it once)."""
-    approval = await page.approval_for(request, gw)
+    approval = await people.approval_for(request, gw)
     plan, now = request.plan, gw.clock()
     live = [task for task in await gw.store.live_tasks(now) if task.caller == plan.caller]
     found = next((task for task in live if task.key == request.key), None)
