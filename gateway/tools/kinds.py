@@ -27,7 +27,7 @@ from gateway.tools.listing import list_page
 from gateway.tools.passthrough import relay
 from gateway.tools.preview import preview
 from gateway.write import passthrough, planned
-from gateway.write.driver import Answer, AuditedCall
+from gateway.write.audited import Answer, AuditedCall
 from gateway.write.passthrough import PassthroughCall
 from gateway.write.planned import WriteCall
 from gateway.write.progress import Progress

@@ -33,7 +33,7 @@ from gateway.approvals.policy import (
 from gateway.audit import entries, trail
 from gateway.config import ConfirmedTool
 from gateway.identity.caller import caller_facts
-from gateway.write.driver import AuditedCall
+from gateway.write.audited import AuditedCall
 from gateway.write.parts import Parts
 
 State = Callable[[], Awaitable[dict[str, Any]]]

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.audit import entries
 from gateway.records import Reply, bounded_json
-from gateway.write.driver import AuditedCall
+from gateway.write.audited import AuditedCall
 from tests.support.clients import Answers, connect, error_body, error_code, new_key, preview, running_gateway
 from tests.support.configs import gateway_config
 from tests.support.profiles import Profile

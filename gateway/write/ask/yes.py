@@ -20,7 +20,7 @@ from gateway.approvals.policy import Choice, decided_by
 from gateway.records import Plan
 from gateway.write.ask import form, people
 from gateway.write.ask.task import open_task, wants_task
-from gateway.write.driver import AuditedCall, Interim
+from gateway.write.audited import AuditedCall, Interim
 from gateway.write.progress import ASKING
 from gateway.write.steps import confirmation_schema, require_form, require_yes, uses_up_plan
 
