@@ -18,5 +18,5 @@ The rooms, from the edges down; each imports only rooms below it (tests/unit/tes
     statements/     SQL for statement-executing backends: class, tables, refusals, measuring reads (pure)
     observability/  logs, metrics, traces
     ratelimit       per-caller and per-tool limits over the store's buckets
-    records, errors, text, signing, cursor, crashpoints: small shared pieces at the bottom
+    records, errors, text, signing, cursor, crashpoints, protocol: small shared pieces at the bottom
 """

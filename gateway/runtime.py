@@ -42,7 +42,7 @@ from gateway.observability.metrics import Metrics
 from gateway.ratelimit import RateLimiter
 from gateway.stores import Store, open_store
 from gateway.stores.timed import TimedStore
-from gateway.write.outcome import Unsettled
+from gateway.write.unsettled import Unsettled
 
 log = logging.getLogger(__name__)
 

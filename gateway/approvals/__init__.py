@@ -6,6 +6,6 @@
     results    what became of an approved write (ran, refused with its code), kept on the approval for the page
 
 The write path's side (creating the approval, telling the client, waiting for the decision) is
-gateway/write/ask/page.py; the page people use is gateway/http/page/. Approvals live in the store, so any
+gateway/write/ask/people.py; the page people use is gateway/http/page/. Approvals live in the store, so any
 replica serves the page and the retry.
 """

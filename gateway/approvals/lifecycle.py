@@ -25,7 +25,7 @@ from gateway.records import Approval, Decision, Plan
 from gateway.text import rfc3339
 
 WAIT_META = "mcp-safety-gateway/approval"
-"""The ``_meta`` key a url elicitation carries its wait in (gateway/write/ask/page.py sends it, the terminal client
+"""The ``_meta`` key a url elicitation carries its wait in (gateway/write/ask/people.py sends it, the terminal client
 reads it): ``approvalId``, ``expiresAt`` and ``waitsUntil`` (RFC 3339 UTC)."""
 
 

@@ -26,11 +26,10 @@ import json
 import secrets
 from dataclasses import asdict, dataclass, field, replace
 
+from gateway.audit.entries import TRIMMED, trimmed
 from gateway.records import AuditEntry
 
 CHAIN_FIELDS = ("seq", "prev_hash", "hash", "key_id")
-TRIMMED = "trimmed"
-"""The outcome of a checkpoint entry left by ``audit trim``."""
 
 
 @dataclass(frozen=True)
@@ -89,18 +88,7 @@ def sealed(entry: AuditEntry, last: AuditEntry | None, keys: ChainKeys) -> Audit
 
 def checkpoint(last_trimmed: AuditEntry, count: int, before: float, now: float) -> AuditEntry:
     """The entry ``audit trim`` appends: which entries it deleted, ending with which hash."""
-    return AuditEntry(
-        at=now,
-        caller="(operator)",
-        tool="audit trim",
-        outcome=TRIMMED,
-        extra={
-            "trimmed_through": last_trimmed.seq,
-            "trimmed_head": last_trimmed.hash,
-            "trimmed_entries": count,
-            "before": before,
-        },
-    )
+    return trimmed(last_trimmed, count, before, now)
 
 
 def head(entries: list[AuditEntry]) -> str | None:

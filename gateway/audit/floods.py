@@ -14,9 +14,7 @@ first refusal of each is already stored. Pure: no I/O; gateway.write.planned sto
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import UTC, datetime
-
+from gateway.audit.entries import REFUSED, repeated
 from gateway.records import AuditEntry
 
 Bucket = tuple[str, str, str | None, int]
@@ -25,7 +23,7 @@ Bucket = tuple[str, str, str | None, int]
 
 def is_flood_candidate(entry: AuditEntry) -> bool:
     """A refusal that never reached a plan or a key."""
-    return entry.outcome == "refused" and entry.target is None
+    return entry.outcome == REFUSED and entry.target is None
 
 
 class RefusalCounter:
@@ -53,17 +51,5 @@ class RefusalCounter:
         for bucket in sorted(done, key=lambda b: b[3]):
             first, repeats = self._repeats.pop(bucket)
             if repeats:
-                reports.append(_report(first, repeats, bucket[3]))
+                reports.append(repeated(first, repeats, bucket[3]))
         return reports
-
-
-def _report(first: AuditEntry, repeats: int, minute: int) -> AuditEntry:
-    start = datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%dT%H:%MZ")
-    return replace(
-        first,
-        at=minute * 60 + 59.999,
-        plan_id=None,
-        idempotency_key=None,
-        confirmation=None,
-        extra={"repeats": repeats, "minute": start},
-    )

@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from gateway.audit import sinks
-from gateway.errors import Code, OutcomeNotRecorded, StoreUnavailable
+from gateway.audit import entries, sinks
+from gateway.errors import OutcomeNotRecorded, StoreUnavailable
 from gateway.records import AuditEntry, KeyRecord
 
 
@@ -34,8 +34,6 @@ class AuditStore(Protocol):
 
 log = logging.getLogger(__name__)
 
-RECOVERED = "in flight when the gateway stopped"
-
 
 async def append(store: AuditStore, entry: AuditEntry) -> None:
     """Append an entry; if the store cannot be reached, log it instead (never a secret: ids and codes only)."""
@@ -50,7 +48,7 @@ async def append(store: AuditStore, entry: AuditEntry) -> None:
 async def settle(store: AuditStore, record: KeyRecord, entry: AuditEntry | None) -> None:
     """Record a write's outcome under its key together with its audit entry. If the store fails (unreachable, a
     locked or full file) the entry is logged too and the error goes on to the write path, which still answers the
-    caller and keeps the outcome for a later try (gateway.write.outcome)."""
+    caller and keeps the outcome for a later try (gateway.write.unsettled)."""
     try:
         stored = await store.settle(record, entry)
     except OutcomeNotRecorded as exc:  # the entry is in the store; the outcome is kept and settled later
@@ -71,27 +69,11 @@ def _stored(store: AuditStore, entry: AuditEntry) -> None:
     sinks.publish(store, entry)  # stored, so it may be streamed out (never waits, never raises)
 
 
-def recovered_entry(record: KeyRecord, now: float) -> AuditEntry:
-    """The entry for a key a crash left in flight: its outcome is unknown, the write may have reached the backend."""
-    return AuditEntry(
-        at=now,
-        caller=record.caller,
-        tool=record.tool or "(unknown)",
-        outcome="unknown",
-        code=Code.OUTCOME_UNKNOWN.value,
-        plan_id=record.plan_id,
-        idempotency_key=record.key,
-        target=record.target,
-        version_before=record.version_before,
-        extra={"recovered": RECOVERED},
-    )
-
-
 async def recover(store: AuditStore, now: float) -> list[KeyRecord]:
     """Start-up recovery, a step of ``serve`` only: keys a crash left in flight now read outcome_unknown, and each
     gets its audit entry. Returns the recovered keys."""
     recovered = await store.recover_in_flight()
     for record in recovered:
         log.warning("key %s of %s was in flight at start-up: its outcome is unknown", record.key, record.caller)
-        await append(store, recovered_entry(record, now))
+        await append(store, entries.recovered(record, now))
     return recovered

@@ -3,7 +3,7 @@
     observe          gateway.mcp.server: a span, the call's log line and metrics (around everything, unknown
                      tools included), then the route: a tool hidden from the caller answers as unknown (-32602)
     audit_refusals   a tool that writes opens its one audit entry here, so a refusal by any later step is audited
-                     with the code the caller sees (gateway.write.driver.decided)
+                     with the code the caller sees (gateway.write.audited.decided)
     authorize        the caller's scopes cover the tool (forbidden, for a tool the operator keeps visible)
     rate_limit       the caller's token bucket (rate_limited)
     size_caps        depth, elements and string sizes (request_too_large), before the schema walks the arguments
@@ -25,9 +25,9 @@ from typing import Any
 from gateway.catalog.published import refuse_oversized
 from gateway.identity.caller import authorize as authorize_scopes
 from gateway.identity.caller import current_scopes
+from gateway.protocol import resuming
 from gateway.tools.kinds.kind import ToolCall
-from gateway.write.ask.task import resuming
-from gateway.write.driver import Answer, decided
+from gateway.write.audited import Answer, decided
 
 Call = ToolCall[Any]
 Next = Callable[[Call], Awaitable[Answer]]

@@ -34,12 +34,11 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
-from mcp_types.version import is_version_at_least
 
 from gateway.identity.caller import current_caller
 from gateway.mcp.tasks import POLL_SECONDS, detailed, require_extension
+from gateway.protocol import STATELESS_ERA, stateless
 from gateway.runtime import Gateway
-from gateway.write.ask.form import STATELESS_ERA
 
 READ_SECONDS = POLL_SECONDS * 2
 """How often a stream reads the tasks it follows (the poll interval tasks/get suggests, pollIntervalMs)."""
@@ -90,8 +89,8 @@ def register(server: Server[Any], gw: Gateway) -> None:
     ) -> types.SubscriptionsListenResult:
         if ctx.request_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
-        if not is_version_at_least(ctx.protocol_version or "", STATELESS_ERA):
-            raise MCPError(types.METHOD_NOT_FOUND, "subscriptions/listen needs protocol version 2026-07-28")
+        if not stateless(ctx.protocol_version):
+            raise MCPError(types.METHOD_NOT_FOUND, f"subscriptions/listen needs protocol version {STATELESS_ERA}")
         caller = current_caller(gw.config.gateway.stdio_caller)
         with streams.held(caller):
             return await _stream(gw, ctx, params.notifications, caller)

@@ -28,16 +28,15 @@ from mcp.server import InitializationOptions, NotificationOptions, Server, Serve
 from mcp.server.context import HandlerResult
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import is_version_at_least
 
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.principal import readable
 from gateway.mcp import listen, tasks
 from gateway.mcp.calls import answer, outcome_label
 from gateway.observability import logs, tracing
+from gateway.protocol import stateless
 from gateway.records import Task
 from gateway.runtime import Gateway
-from gateway.write.ask.form import STATELESS_ERA
 
 log = logging.getLogger(__name__)
 calls_log = logging.getLogger("gateway.calls")
@@ -51,7 +50,7 @@ def build_server(gw: Gateway) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        if not is_version_at_least(ctx.protocol_version, STATELESS_ERA):  # a 2025 session can hear list_changed
+        if not stateless(ctx.protocol_version):  # a 2025 session can hear list_changed
             gw.listen(ctx.session._connection)  # the connection outlives this request's session object
         catalog = await gw.catalog()
         scopes = current_scopes()

@@ -43,13 +43,13 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import Field
 
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
-from gateway.audit import trail
+from gateway.audit import entries, trail
 from gateway.identity.caller import acting_as, current_caller
 from gateway.mcp.calls import answer, error_code, outcome_label
-from gateway.records import Approval, AuditEntry, Task, next_task_status
+from gateway.protocol import STATELESS_ERA, TASKS_EXTENSION, resuming
+from gateway.records import Approval, Task, next_task_status
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
-from gateway.write.ask.task import EXTENSION, resuming
 
 POLL_SECONDS = 0.5
 """How often a gateway looks for tasks to resume (and the poll interval it suggests to clients, doubled)."""
@@ -73,7 +73,7 @@ class UpdateParams(TaskParams):
 
 def register(server: Server[Any], gw: Gateway) -> None:
     """Advertise the extension and serve its methods on ``server``."""
-    server.extensions[EXTENSION] = {}
+    server.extensions[TASKS_EXTENSION] = {}
 
     async def get(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
         task = await _own(gw, ctx, params.task_id)
@@ -157,11 +157,11 @@ def _routed(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
 def require_extension(ctx: ServerRequestContext[Any, Any]) -> None:
     """-32021, naming the extension, unless this request declared it."""
     capabilities = ctx.session.client_capabilities
-    if capabilities is None or EXTENSION not in (capabilities.extensions or {}):
+    if capabilities is None or TASKS_EXTENSION not in (capabilities.extensions or {}):
         raise MCPError(
             code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
             message="Missing required client capability",
-            data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
         )
 
 
@@ -202,16 +202,8 @@ async def cancel_task(gw: Gateway, task: Task, why: str) -> None:
             await _save(gw, replace(current, message=message, updated_at=now))
             return
         await gw.store.consume_plan(current.plan_id)  # False when the plan is already gone: nothing can write
-        entry = AuditEntry(
-            at=now,
-            caller=current.caller,
-            tool=current.tool,
-            outcome="cancelled",
-            plan_id=current.plan_id,
-            idempotency_key=current.key,
-            extra={"task": current.task_id, "why": why},
-        )
-        await trail.append(gw.store, entry)
+        target = approval.target if approval is not None else None
+        await trail.append(gw.store, entries.cancelled(current, now, why, target))
         await _save(gw, _moved(current, "cancelled", now, message=f"Nothing was written: {why}."))
 
 
@@ -315,7 +307,7 @@ class _TaskContext:
 
     session: _Session
     request_id: str
-    protocol_version: str = "2026-07-28"
+    protocol_version: str = STATELESS_ERA
 
     @classmethod
     def of(cls, task: Task) -> Any:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.backend import BackendUnavailable, unreachable
+from gateway.catalog.answers import answer_of
 from gateway.catalog.published import PublishedTool
 from gateway.config import PassthroughTool
 from gateway.errors import Code, ToolError
 from gateway.records import Reply
 from gateway.runtime import Gateway
-from gateway.write.passthrough import answer_of
 
 
 async def relay(gw: Gateway, published: PublishedTool, config: PassthroughTool, args: dict[str, Any]) -> dict[str, Any]:

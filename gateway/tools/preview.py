@@ -7,6 +7,10 @@ Every value the plan takes from the backend is checked where it enters: the targ
 it (which the plan, protection, the approval rules, the lock and the audit use from here on, whatever spelling
 the caller sent), its version, and the summary numbers (read afresh, lookups included), each against the schema
 the tool publishes for it. A value that does not fit gives backend_error and no plan.
+
+The mode the write will need (form, typed, url) is decided here by the write tool's approval rules and kept on the
+plan; the choice, a ``deny`` that refuses the plan and the counting of the plan against the write budgets are the
+write package's (gateway.write.choice.at_preview).
 """
 
 from __future__ import annotations
@@ -15,19 +19,17 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.approvals.policy import Choice, choose, counts_writes, decided_by, denial, facts, scopes_for
-from gateway.audit import trail
+from gateway.approvals.policy import decided_by
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
-from gateway.config import PreviewTool, WriteTool
+from gateway.config import PreviewTool
 from gateway.config.expressions import MISSING
 from gateway.errors import Code, ToolError
-from gateway.identity.caller import caller_facts
-from gateway.records import AuditEntry, Plan
+from gateway.records import Plan
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
 from gateway.tools.kinds.plans import write_of
-from gateway.write.choice import counters
+from gateway.write.choice import at_preview
 
 
 async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, Any], caller: str) -> dict[str, Any]:
@@ -38,7 +40,7 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     _require_fitting(await gw.tool(name), fitting)
     arguments = {**args, config.target_input: target_id}
     write_name, write = write_of(gw.config, name)
-    choice = await _confirmation(gw, write_name, write, caller, target_id, state, summary, arguments)
+    choice = await at_preview(gw, write_name, write, caller, target_id, state, summary, arguments)
     now = gw.clock()
     plan = Plan(
         plan_id="pl_" + secrets.token_urlsafe(16),
@@ -100,30 +102,3 @@ def _require_fitting(published: PublishedTool, values: dict[str, Any]) -> None:
             raise ToolError(
                 Code.BACKEND_ERROR, f"The backend gave a {field} outside its declared schema. Nothing was changed."
             )
-
-
-async def _confirmation(
-    gw: Gateway,
-    write_name: str,
-    write: WriteTool,
-    caller_id: str,
-    target_id: str,
-    state: dict[str, Any],
-    summary: dict[str, Any],
-    args: dict[str, Any],
-) -> Choice:
-    """The confirmation the plan will need, by the write tool's approval rules; ``denied`` refuses here."""
-    caller = caller_facts(gw.config, gw.config.gateway.stdio_caller)
-    writes = await counters(gw, caller["id"], write_name) if counts_writes(write) else {}
-    choice, _ = choose(write, facts(caller, write_name, target_id, state, summary, args, writes))
-    if choice.mode == "deny":
-        gw.metrics.denials.labels(write_name, choice.rule or "(tool)").inc()
-        denied = {"mode": "deny", "rule": choice.rule}
-        entry = AuditEntry(
-            at=gw.clock(), caller=caller_id, tool=write_name, outcome="denied", target=target_id, extra=denied
-        )
-        await trail.append(gw.store, entry)
-        raise denial(choice, "at preview")
-    # A plan counts against the budgets from its issue on, so previewing ahead of a write buys nothing.
-    await gw.store.count_write(list(scopes_for(caller_id, write_name).values()), gw.clock())
-    return choice

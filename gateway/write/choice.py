@@ -1,10 +1,13 @@
-"""The approval rules where a write happens: the write counters as they are now, and the mode a write gets.
+"""The approval rules where a write is decided: the write counters as they are now, and the mode a write gets.
 
+    at_preview a planned write's mode, decided when its plan is issued: a ``deny`` refuses the plan (audited
+               ``denied``); any other mode is kept on the plan, which counts against the budgets from then on
     chosen     a pass-through write's mode, decided when it is called (it has no preview to decide at)
     tightened  at write time (before asking, and once more under the target's lock): the rules that read the
                counters or are marked ``recheck`` decide again, and the stricter of that and the mode already
                chosen wins, so a mode only ever tightens
-    refused    a ``deny`` refuses, naming the rule; the call's audit entry and gateway_denials_total say so
+    refused    a ``deny`` at write time refuses, naming the rule; the call's audit entry and
+               gateway_denials_total say so
 
 The rules themselves are pure (gateway.approvals.policy); this module reads what they need from the store and
 the request: the counters (gateway.stores ``recent_writes``) and the caller's identity.
@@ -27,9 +30,10 @@ from gateway.approvals.policy import (
     tightened,
     without_own_plan,
 )
+from gateway.audit import entries, trail
 from gateway.config import ConfirmedTool
 from gateway.identity.caller import caller_facts
-from gateway.write.driver import AuditedCall
+from gateway.write.audited import AuditedCall
 from gateway.write.parts import Parts
 
 State = Callable[[], Awaitable[dict[str, Any]]]
@@ -45,13 +49,48 @@ async def counters(gw: Parts, caller: str, tool: str, issued_ago: float | None =
     return writes if issued_ago is None else without_own_plan(writes, issued_ago)
 
 
+async def at_preview(
+    gw: Parts,
+    name: str,
+    tool: ConfirmedTool,
+    caller: str,
+    target: str,
+    state: dict[str, Any],
+    summary: dict[str, Any],
+    arguments: dict[str, Any],
+) -> Choice:
+    """The mode the plan of write tool ``name`` will need; a ``deny`` refuses here, with its own audit entry."""
+    choice = await _first_holding(gw, name, tool, target, state, summary, arguments)
+    if choice.mode == "deny":
+        gw.metrics.denials.labels(name, choice.rule or "(tool)").inc()
+        await trail.append(gw.store, entries.denied(gw.clock(), caller, name, target, choice.rule))
+        raise denial(choice, "at preview")
+    # A plan counts against the budgets from its issue on, so previewing ahead of a write buys nothing.
+    await gw.store.count_write(list(scopes_for(caller, name).values()), gw.clock())
+    return choice
+
+
 async def chosen(call: AuditedCall, tool: ConfirmedTool, target: str, arguments: dict[str, Any]) -> Choice:
-    """The mode of a write decided when it is called: the first rule that holds (failing closed), else the tool's
-    own ``confirm``; a ``deny`` refuses."""
-    writes = await counters(call.gw, call.caller, call.name) if counts_writes(tool) else {}
-    seen = facts(_caller(call), call.name, target, {}, {}, arguments, writes)
-    choice, _ = choose(tool, seen)
+    """The mode of a write decided when it is called; a ``deny`` refuses."""
+    choice = await _first_holding(call.gw, call.name, tool, target, {}, {}, arguments)
     return _refused_if_denied(call, choice, "when it is called")
+
+
+async def _first_holding(
+    gw: Parts,
+    name: str,
+    tool: ConfirmedTool,
+    target: str,
+    state: dict[str, Any],
+    summary: dict[str, Any],
+    arguments: dict[str, Any],
+) -> Choice:
+    """The first rule that holds for the calling caller (failing closed), else the tool's own ``confirm``; the
+    counters are read only when a rule reads them."""
+    caller = _caller(gw)
+    writes = await counters(gw, caller["id"], name) if counts_writes(tool) else {}
+    choice, _ = choose(tool, facts(caller, name, target, state, summary, arguments, writes))
+    return choice
 
 
 async def tightened_now(
@@ -69,7 +108,7 @@ async def tightened_now(
     if not rechecked(tool):
         return choice
     writes = await counters(call.gw, call.caller, call.name, issued_ago)
-    seen = facts(_caller(call), call.name, target, await state(), summary, arguments, writes)
+    seen = facts(_caller(call.gw), call.name, target, await state(), summary, arguments, writes)
     return _refused_if_denied(call, tightened(choice, tool, seen), "now (its counters moved since its mode was chosen)")
 
 
@@ -81,6 +120,5 @@ def _refused_if_denied(call: AuditedCall, choice: Choice, when: str) -> Choice:
     return choice
 
 
-def _caller(call: AuditedCall) -> dict[str, Any]:
-    config = call.gw.config
-    return caller_facts(config, config.gateway.stdio_caller)
+def _caller(gw: Parts) -> dict[str, Any]:
+    return caller_facts(gw.config, gw.config.gateway.stdio_caller)

@@ -1,152 +1,76 @@
-"""What every tool that writes shares: its one audit entry, and the one claim -> send -> settle skeleton.
+"""What every write shares, in order: its key first, then the claim -> send -> settle skeleton.
 
-    AuditedCall    one call of a writing tool and the audit entry its decision leaves
-    decided        run a call's decision and leave exactly one audit entry for it (none for an input round)
-    apply_claimed  step 8 and 9 for any write: lock, claim, send once, settle with the entry, answer
-    send_claimed   the backend call under a claimed key; outcome_of the decision about its reply;
-    record_outcome the key settled together with its entry
+    ClaimedWrite   a writing call (gateway.write.audited.AuditedCall) with its tool's config, the mode its rules
+                   chose, and the few hooks a write fills in: ``start_over``, ``current`` (the target as it reads
+                   now), ``prepared`` (the backend call, built under the claim), ``outcome`` (step 9's decision),
+                   and ``before_claim`` where a write needs more in place for its claim
+    carry_out      steps 3 to 9: the key first (kept outcomes stored, the key looked up: ``by_key``), the write's
+                   own steps up to its yes, the key looked up again after a refusal, then ``apply_claimed``
+    by_key         the answer of a key already used: its replay, or why it cannot be
+    apply_claimed  steps 8 and 9: lock, the rules once more, claim key and plan, send once, settle with the entry
+    record_outcome the key settled together with its audit entry
 
-A write says what is particular to it by filling in the hooks of ``ClaimedWrite`` (gateway.write.planned for a planned
-write, gateway.write.passthrough for a backend's own tool); the order of the steps, the crash points, the shield
-against cancellation and what an exception at each point does are written here once.
+A planned write (gateway.write.planned) and a backend's own tool that writes (gateway.write.passthrough) each give
+``carry_out`` their own steps up to the yes and fill in the hooks; the order of the steps, the key-first rule,
+the crash points, the shield against cancellation and what an exception at each point does are written here once.
 
 Once the key is claimed, the rest runs shielded from cancellation, so a caller that hangs up mid-write cannot
 leave the key in flight: the backend call (bounded by its timeout) and the record always finish. Nor can an
 exception: one before the backend call releases the key, one after it settles the key with the write's outcome
-(unknown when that cannot be told), and a store that cannot take the outcome has it kept (gateway.write.outcome)
+(unknown when that cannot be told), and a store that cannot take the outcome has it kept (gateway.write.unsettled)
 while the caller is told the truth.
-
-The audit entry is taken exactly once, by an explicit call: ``seal`` hands the entry to the key's outcome (stored
-with it in one step); ``audit`` stores the entry of a decision that settled no key (a refusal, a replay) and does
-nothing once the entry was sealed.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
-import mcp_types as types
 
 from gateway.approvals import results
-from gateway.audit import trail
-from gateway.audit.floods import is_flood_candidate
+from gateway.approvals.policy import Choice
 from gateway.backend import BackendUnavailable, OutcomeLost, unreachable
-from gateway.catalog.published import IDEMPOTENCY_KEY, PLAN_ID
+from gateway.config import ConfirmedTool
 from gateway.crashpoints import crash_point
 from gateway.errors import Code, StoreUnavailable, ToolError
-from gateway.records import AuditEntry, KeyRecord, Plan, Reply, Task
-from gateway.text import printable
-from gateway.write.parts import Parts
-from gateway.write.progress import CALLING, DONE, Reporter, silent
-from gateway.write.steps import LOST, Settlement, next_key_state, outcome_unknown_body
+from gateway.records import KeyRecord, Plan, Reply
+from gateway.write.audited import Answer, AuditedCall, Interim, outcome_entry
+from gateway.write.choice import tightened_now
+from gateway.write.progress import CALLING, DONE
+from gateway.write.steps import (
+    LOST,
+    AfterLookup,
+    Settlement,
+    after_key_lookup,
+    next_key_state,
+    outcome_unknown_body,
+    plan_in_use,
+)
 
-AUDIT_OUTCOMES = {Code.OUTCOME_UNKNOWN: "unknown", Code.BACKEND_ERROR: "backend_error"}
-STORE_DOWN = "The gateway's state store cannot be reached; nothing was sent. Retry with the same idempotencyKey."
 NOTHING_SENT = "The gateway failed before sending the write; nothing was changed. Call {} again, or retry later."
 
-Interim = types.InputRequiredResult | Task
-"""A call's answer before its decision: a request for input (2026 rounds), or a task to follow (the tasks
-extension). Neither leaves an audit entry; the decision that follows does."""
-Answer = dict[str, Any] | Interim
 Sender = Callable[[], Awaitable[Reply]]
+ToolT = TypeVar("ToolT", bound=ConfirmedTool)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class AuditedCall:
-    """One call of a tool that writes: who, which tool, and the audit entry its decision will leave."""
+class ClaimedWrite(AuditedCall, ABC, Generic[ToolT]):
+    """A writing call that ``carry_out`` carries out: its tool's config, the mode its rules chose once asked (which
+    the lock re-checks), and what is particular to it as a few hooks."""
 
-    gw: Parts
-    name: str
-    caller: str
-    progress: Reporter = silent
-    entry: AuditEntry = field(init=False)
-    sealed: bool = field(default=False, init=False)
-    approved: bool = field(default=False, init=False)
-    """People approved this call's write on the page (url mode): what becomes of it is recorded on the approval."""
-
-    def __post_init__(self) -> None:
-        self.entry = AuditEntry(at=0.0, caller=self.caller, tool=self.name, outcome="")
-
-    def note(self, **facts: Any) -> None:
-        """Add facts learnt along the way (target, versions, the user's answer) to the coming audit entry."""
-        self.entry = replace(self.entry, **facts)
-
-    def seal(self, outcome: str, code: str | None) -> AuditEntry:
-        """Take this call's one entry to store with the key's outcome; ``audit`` stores nothing after this. The
-        user's answer, if there was a prompt, is counted here."""
-        if self.sealed:
-            raise RuntimeError(f"the audit entry of this {self.name} call was sealed already")
-        self.sealed = True
-        if self.entry.confirmation is not None:
-            self.gw.metrics.answers.labels(self.entry.confirmation).inc()
-        return replace(self.entry, at=self.gw.clock(), outcome=outcome, code=code)
-
-    async def audit(self, outcome: str, code: str | None) -> None:
-        """Store the entry of a decision that settled no key (its outcome's entry is sealed with the key instead);
-        a refusal that never reached a plan is counted, and stored only as the first of its minute
-        (gateway.audit.floods). ``code`` is the code as the caller saw it (``ToolError.wire_code``). A store that
-        fails to take it is logged: the caller still gets the answer."""
-        if self.sealed:
-            return
-        entry = self.seal(outcome, code)
-        store, refusals = self.gw.store, self.gw.refusals
-        try:
-            for report in refusals.due(entry.at):
-                await trail.append(store, report)
-            if is_flood_candidate(entry):
-                self.gw.metrics.refusals_before_plan.labels(self.name, entry.code).inc()
-                if not refusals.admit(entry):
-                    return
-            await trail.append(store, entry)
-        except Exception as exc:
-            log.error("audit entry not stored (%s): %s", type(exc).__name__, entry)
-
-
-async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable[[], Awaitable[Answer]]) -> Answer:
-    """Run ``decide`` and leave exactly one audit entry for its decision (none for an interim answer: an
-    InputRequiredResult round or a task).
-    A refusal is audited with the code the caller sees; a store that fails before the backend call is sent is
-    ``backend_unavailable`` (settle's own failure is handled in record_outcome)."""
-    call.note(**audited_arguments(arguments))
-    try:
-        try:
-            outcome = await decide()
-        except StoreUnavailable:
-            raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
-    except ToolError as err:
-        _count_refusal(call, err.wire_code)
-        await call.audit(AUDIT_OUTCOMES.get(err.code, "refused"), err.wire_code)
-        raise
-    if not isinstance(outcome, dict):
-        return outcome
-    await call.audit("replayed" if outcome["replayed"] else "applied", None)
-    return outcome
-
-
-def _count_refusal(call: AuditedCall, code: str) -> None:
-    """A refusal once the write's mode was chosen (a deny, a pending or rejected approval, a declined form) is
-    counted by tool, mode, rule and code: the audit entry carries the same mode and rule."""
-    chosen = call.entry.extra or {}
-    if not call.sealed and "mode" in chosen:
-        rule = chosen.get("rule") or "(tool)"
-        call.gw.metrics.write_refusals.labels(call.name, chosen["mode"], rule, code).inc()
-
-
-class ClaimedWrite(AuditedCall, ABC):
-    """A writing call that ``apply_claimed`` carries out: what is particular to it, as hooks."""
-
-    @property
-    @abstractmethod
-    def retention_seconds(self) -> float:
-        """How long the key's outcome is kept for replay."""
+    config: ToolT = field(kw_only=True)
+    choice: Choice | None = field(default=None, kw_only=True)
+    counted_at: float | None = field(default=None, kw_only=True)
+    """When this write was counted in the budgets before its claim (a planned write: when its plan was issued),
+    so the rules read the counters without it; None: it is counted at its claim."""
+    reports_version: ClassVar[bool] = False
+    """Whether its answer's ``version`` is the target's version after the write (audited as ``version_after``)."""
 
     @property
     @abstractmethod
@@ -154,8 +78,12 @@ class ClaimedWrite(AuditedCall, ABC):
         """The tool that begins a new attempt (a preview), named when nothing was sent."""
 
     @abstractmethod
+    async def current(self, target: str) -> dict[str, Any] | None:
+        """The target as it reads now (None: gone, or a write with no target to read)."""
+
     async def before_claim(self, plan: Plan) -> None:
-        """Under the target's lock, before the key is claimed: the last checks (may refuse)."""
+        """Under the target's lock, once the rules decided again and before the key is claimed: what else must be
+        in place for the claim (may refuse). Nothing, unless a write says otherwise."""
 
     @abstractmethod
     async def prepared(self, plan: Plan) -> Sender:
@@ -165,15 +93,80 @@ class ClaimedWrite(AuditedCall, ABC):
     async def outcome(self, plan: Plan, reply: Reply | None) -> Settlement:
         """Step 9's decision about a sent write's reply (LOST when none came)."""
 
-    @abstractmethod
-    async def not_claimed(self, plan: Plan, record: KeyRecord, existing: KeyRecord | None) -> dict[str, Any]:
-        """The answer when another call holds the key or the plan: its replay, or why this one cannot proceed."""
+    async def tightened(self, plan: Plan, choice: Choice) -> Choice:
+        """The rules that read the counters (or are marked ``recheck``) decide again, now, on the target as it
+        reads now and without this write's own count; the stricter of that and ``choice`` wins, and a ``deny``
+        refuses (gateway.write.choice)."""
+
+        async def state() -> dict[str, Any]:
+            return await self.current(plan.target) or {}
+
+        issued_ago = None if self.counted_at is None else self.gw.clock() - self.counted_at
+        return await tightened_now(
+            self, self.config, choice, plan.target, state, plan.summary, plan.arguments, issued_ago
+        )
 
 
-async def apply_claimed(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    """Steps 8 and 9: under the target's lock, claim the key and the plan in one step, send the write once, and
-    settle the key with the call's audit entry. Returns the applied result; raises the settled refusal. For a
-    write people approved, what became of it is also kept on its approval, for the page (approvals.results)."""
+async def carry_out(
+    write: ClaimedWrite[Any], key: str, plan_id: str, confirm: Callable[[], Awaitable[Plan | Interim]]
+) -> Answer:
+    """Steps 3 to 9, the key first: what the store could not take yet is stored, then the key is looked up (a key
+    already used answers as itself: ``by_key``). Only a free key goes on to the write's own steps up to its yes
+    (``confirm``: the plan to claim, or an answer to give as it is), then steps 8 and 9 (``apply_claimed``).
+
+    A key found claimed at any point (before the write's steps, after one of them refused, or at the claim)
+    answers as the key, never with the refusal: a concurrent call with the same key may have written already,
+    and ``plan_stale`` would invite a preview and a second write."""
+    gw = write.gw
+    await gw.unsettled.retry(gw.store)
+    record = await _key_record(write, key)
+    if record is not None:
+        return await by_key(write, record, plan_id)
+    try:
+        confirmed = await confirm()
+    except ToolError as refusal:
+        claimed = await _key_record(write, key)
+        if claimed is None:
+            await results.refused(gw.store, plan_id, refusal, gw.clock(), past_approval=write.approved)
+            raise
+        log.info("key claimed by another call while this one was refused (%s); answering by key", refusal.code)
+        return await by_key(write, claimed, plan_id)
+    if not isinstance(confirmed, Plan):
+        return confirmed
+    claim = KeyRecord(
+        write.caller,
+        key,
+        plan_id=confirmed.plan_id,
+        target=confirmed.target,
+        state="in_flight",
+        tool=write.name,
+        version_before=confirmed.version,
+    )
+    return await apply_claimed(write, confirmed, claim)
+
+
+async def _key_record(write: ClaimedWrite[Any], key: str) -> KeyRecord | None:
+    """Step 3's lookup: the key's record, kept in the process (an outcome the store could not take) or stored."""
+    return write.gw.unsettled.record(write.caller, key) or await write.gw.store.get_record(write.caller, key)
+
+
+async def by_key(write: ClaimedWrite[Any], record: KeyRecord, plan_id: str) -> dict[str, Any]:
+    """The answer of a key already used: its replay, or why it cannot be (another plan, in progress, failed,
+    unknown: then with the target as it reads now)."""
+    verdict = after_key_lookup(record, plan_id)
+    write.note(target=record.target)
+    if verdict is AfterLookup.REPLAY:
+        if write.reports_version:
+            write.note(version_after=(record.result or {}).get("version"))
+        return {**(record.result or {}), "replayed": True}
+    raise ToolError(**outcome_unknown_body(await write.current(record.target)))
+
+
+async def apply_claimed(write: ClaimedWrite[Any], plan: Plan, record: KeyRecord) -> dict[str, Any]:
+    """Steps 8 and 9: under the target's lock, the rules once more (a deny a race made true refuses here), then
+    the key and the plan claimed in one step, the write sent once, and the key settled with the call's audit
+    entry. Returns the applied result; raises the settled refusal. For a write people approved, what became of it
+    is also kept on its approval, for the page (approvals.results)."""
     if not write.approved:
         return await _apply(write, plan, record)
     try:
@@ -185,19 +178,27 @@ async def apply_claimed(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> d
     return answer
 
 
-async def _apply(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> dict[str, Any]:
-    store = write.gw.store
+async def _apply(write: ClaimedWrite[Any], plan: Plan, record: KeyRecord) -> dict[str, Any]:
+    store, gw = write.gw.store, write.gw
     async with store.lock(plan.target):
+        if write.choice is not None:
+            await write.tightened(plan, write.choice)
         await write.before_claim(plan)
         crash_point("before-claim")
-        claim = await store.claim(record, write.gw.clock(), write.retention_seconds)
+        claim = await store.claim(record, gw.clock(), write.config.idempotency_retention_seconds)
         if not claim.claimed:
-            return await write.not_claimed(plan, record, claim.existing)
+            if claim.existing is not None:
+                return await by_key(write, claim.existing, plan.plan_id)
+            raise plan_in_use(
+                await store.get_plan(plan.plan_id, gw.clock()), write.caller, write.name, write.start_over
+            )
         with anyio.CancelScope(shield=True):
             crash_point("after-claim")
-            reply = await send_claimed(write, record, lambda: write.prepared(plan), write.start_over)
+            reply = await _send(write, plan, record)
             crash_point("after-backend-write")
-            settlement = await outcome_of(write, lambda: write.outcome(plan, reply))
+            settlement = await _outcome_of(write, plan, reply)
+            if settlement.error() is None and write.reports_version:
+                write.note(version_after=settlement.result["version"])
             await record_outcome(write, record, settlement)
             await write.progress(DONE)
     error = settlement.error()
@@ -206,44 +207,43 @@ async def _apply(write: ClaimedWrite, plan: Plan, record: KeyRecord) -> dict[str
     return {**settlement.result, "replayed": False}
 
 
-async def send_claimed(
-    call: AuditedCall, record: KeyRecord, prepare: Callable[[], Awaitable[Sender]], start_over: str | None = None
-) -> Reply | None:
-    """Steps 8 and 9 under a claimed key: ``prepare`` re-checks and builds the backend call, which is then sent
-    once. Returns its reply, or LOST when it was sent and no answer came. Whatever goes wrong, the key ends
-    released or settled: a failure before the call is sent releases it and refuses (backend_unavailable, the
-    refusal itself, or internal_error naming ``start_over``); one after it counts as LOST (outcome unknown)."""
+async def _send(write: ClaimedWrite[Any], plan: Plan, record: KeyRecord) -> Reply | None:
+    """Steps 8 and 9 under a claimed key: the write re-checks and builds the backend call (``prepared``), which is
+    then sent once. Returns its reply, or LOST when it was sent and no answer came. Whatever goes wrong, the key
+    ends released or settled: a failure before the call is sent releases it and refuses (backend_unavailable, the
+    refusal itself, or internal_error naming the tool to start over with); one after it counts as LOST (outcome
+    unknown)."""
     sent = False
     try:
-        send = await prepare()
-        await call.progress(CALLING)
+        send = await write.prepared(plan)
+        await write.progress(CALLING)
         sent = True  # from here on the backend may have received the write
         return await send()
     except OutcomeLost:
         return LOST
     except BackendUnavailable:
-        await _release(call, record)
-        backend = call.gw.config.backend_of(call.name)
+        await _release(write, record)
+        backend = write.gw.config.backend_of(write.name)
         raise unreachable(backend, "Nothing was sent. Retry with the same idempotencyKey.") from None
     except Exception as exc:
         if sent:
-            log.exception("%s failed after the backend call: %s", call.name, type(exc).__name__)
+            log.exception("%s failed after the backend call: %s", write.name, type(exc).__name__)
             return LOST
-        await _release(call, record)
+        await _release(write, record)
         if isinstance(exc, ToolError):
             raise
-        log.exception("%s failed before the backend call: %s", call.name, type(exc).__name__)
-        message = NOTHING_SENT.format(start_over or "the tool")
-        raise ToolError(Code.INTERNAL_ERROR, message, next_tool=start_over) from None
+        log.exception("%s failed before the backend call: %s", write.name, type(exc).__name__)
+        message = NOTHING_SENT.format(write.start_over or "the tool")
+        raise ToolError(Code.INTERNAL_ERROR, message, next_tool=write.start_over) from None
 
 
-async def outcome_of(call: AuditedCall, decide: Callable[[], Awaitable[Settlement]]) -> Settlement:
-    """Step 9's decision about a sent write; one that cannot be made (a failing re-read, an answer that breaks
-    the decision) is unknown."""
+async def _outcome_of(write: ClaimedWrite[Any], plan: Plan, reply: Reply | None) -> Settlement:
+    """Step 9's decision about a sent write (``outcome``); one that cannot be made (a failing re-read, an answer
+    that breaks the decision) is unknown."""
     try:
-        return await decide()
+        return await write.outcome(plan, reply)
     except Exception as exc:
-        log.exception("%s could not read the outcome of a sent write: %s", call.name, type(exc).__name__)
+        log.exception("%s could not read the outcome of a sent write: %s", write.name, type(exc).__name__)
         return Settlement("unknown", outcome_unknown_body(None))
 
 
@@ -263,31 +263,10 @@ async def record_outcome(call: AuditedCall, record: KeyRecord, settlement: Settl
     keeps both or neither), the entry first where it has not (Redis). A crash before leaves the key in flight
     with no entry, and the next ``serve`` adds an outcome_unknown entry for it (gateway.audit.trail.recover), so
     no write that reached the backend goes unaudited. A failing store cannot turn the outcome into an error:
-    what it could not take is kept (gateway.write.outcome) and stored by the next write call that finds the
+    what it could not take is kept (gateway.write.unsettled) and stored by the next write call that finds the
     store working."""
     error = settlement.error()
-    outcome = "applied" if error is None else AUDIT_OUTCOMES.get(error.code, "refused")
     next_key_state(record.state, settlement.state)  # raises if the table in gateway.records forbids it
     settled = replace(record, state=settlement.state, result=settlement.result)
-    entry = call.seal(outcome, None if error is None else error.wire_code)
+    entry = call.seal(outcome_entry(error))
     await call.gw.unsettled.put(call.gw.store, settled, entry)
-
-
-def audited_arguments(raw: dict[str, Any]) -> dict[str, Any]:
-    """The plan id and key for the audit entry, known before the arguments are validated: each as sent when it
-    fits its schema pattern, else left out and flagged in ``extra.invalid``, escaped (gateway.text), so a
-    refused call cannot put control or bidi characters into the trail an operator reads."""
-    facts: dict[str, Any] = {}
-    invalid: dict[str, str] = {}
-    for name, field_name, schema in (
-        ("planId", "plan_id", PLAN_ID),
-        ("idempotencyKey", "idempotency_key", IDEMPOTENCY_KEY),
-    ):
-        value = raw.get(name)
-        if isinstance(value, str) and re.fullmatch(schema["pattern"], value):
-            facts[field_name] = value
-        elif value is not None:
-            invalid[name] = printable(value[:128]) if isinstance(value, str) else f"({type(value).__name__})"
-    if invalid:
-        facts["extra"] = {"invalid": invalid}
-    return facts

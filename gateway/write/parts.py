@@ -1,7 +1,7 @@
 """What the write pipeline uses of a running gateway, as one narrow interface.
 
 ``gateway.runtime.Gateway`` is the implementation; naming only these parts here keeps the write package below
-the runtime that assembles it (the runtime imports ``gateway.write.outcome``, never the other way round).
+the runtime that assembles it (the runtime imports ``gateway.write.unsettled``, never the other way round).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gateway.catalog.published import PublishedTool
 from gateway.config import GatewayConfig
 from gateway.observability.metrics import Metrics
 from gateway.stores import Store
-from gateway.write.outcome import Unsettled
+from gateway.write.unsettled import Unsettled
 
 
 class Parts(Protocol):

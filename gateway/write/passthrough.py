@@ -1,11 +1,11 @@
 """A pass-through write: one of a backend's own tools that is not read-only, published on purpose
 (gateway.config.passthrough). (A read-only one is a checked relay: gateway.tools.passthrough.)
 
-It writes like a planned write, through the same driver (gateway.write.driver: its one audit entry and the
-claim -> send -> settle skeleton), decisions (gateway.write.steps), store records and prompt
-(gateway.write.ask.form). What it lacks is a preview, so something must stand in for the plan. What stands in is
-the call itself: its arguments (without ``idempotencyKey``), bound to the caller and the key. The implied plan's
-id is a digest of (caller, tool, key, arguments), so:
+It writes like a planned write, through the same driver (gateway.write.driver: the key first, then the
+claim -> send -> settle skeleton), audit entry (gateway.write.audited), decisions (gateway.write.steps), store
+records and prompt (gateway.write.ask). What it lacks is a preview, so something must stand in for the plan. What
+stands in is the call itself: its arguments (without ``idempotencyKey``), bound to the caller and the key. The
+implied plan's id is a digest of (caller, tool, key, arguments), so:
 
     same key, same arguments        the same implied plan: a finished key replays (``replayed: true``, no prompt,
                                     no call), one in flight answers request_in_progress, a lost one
@@ -13,6 +13,9 @@ id is a digest of (caller, tool, key, arguments), so:
     same key, other arguments       another plan: idempotency_key_reused, before any prompt
     a 2026 retry                    its sealed state names the implied plan, so an answer given for other
                                     arguments is not counted
+
+As for a planned write, a refusal while the key was free answers as the key if another call with the same key
+claimed it meanwhile, and one that meets a write people approved is kept on its approval for the page.
 
 There is no version to re-check (no stale check) and nothing to compute: the prompt states the tool and its
 arguments, JSON-encoded with every non-ASCII character escaped (no control, bidi or format character reaches
@@ -46,22 +49,18 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from gateway.approvals.policy import Choice, scopes_for
-from gateway.catalog.published import PublishedTool, beyond_limits
+from gateway.approvals.policy import scopes_for
+from gateway.catalog.answers import answer_of
+from gateway.catalog.published import PublishedTool
 from gateway.config import Limits, PassthroughTool
 from gateway.config.expressions import render
 from gateway.errors import Code, ToolError
-from gateway.records import Expired, KeyRecord, Plan, Reply
+from gateway.records import Expired, Plan, Reply
 from gateway.write.ask.yes import ask
-from gateway.write.choice import chosen, tightened_now
-from gateway.write.driver import Answer, ClaimedWrite, Sender, apply_claimed
-from gateway.write.steps import (
-    LOST,
-    AfterLookup,
-    Settlement,
-    after_key_lookup,
-    outcome_unknown_body,
-)
+from gateway.write.audited import Answer, Interim
+from gateway.write.choice import chosen
+from gateway.write.driver import ClaimedWrite, Sender, carry_out
+from gateway.write.steps import LOST, Settlement, outcome_unknown_body
 
 KEY = "idempotencyKey"
 PROMPT_ARGUMENTS_CHARS = 1000
@@ -69,31 +68,22 @@ PROMPT_ARGUMENTS_CHARS = 1000
 
 
 @dataclass
-class PassthroughCall(ClaimedWrite):
+class PassthroughCall(ClaimedWrite[PassthroughTool]):
     """One call of a pass-through tool that writes."""
 
-    config: PassthroughTool = field(kw_only=True)
     published: PublishedTool = field(kw_only=True)
-    choice: Choice | None = field(default=None, kw_only=True)
-
-    @property
-    def retention_seconds(self) -> float:
-        return self.config.idempotency_retention_seconds
 
     @property
     def start_over(self) -> None:
         return None  # no preview: the same call again is the way to start over
 
+    async def current(self, target: str) -> None:
+        """Nothing to read: a pass-through write has no target state (its rules read ``{}``)."""
+        return None
+
     async def before_claim(self, plan: Plan) -> None:
-        """The rules that read the counters decide once more, under the lock (a deny a race made true refuses
-        here); the implied plan goes into the store (a url-mode call's is there since it asked), so the store's
-        one atomic claim of key and plan applies."""
-        if self.choice is not None:
-
-            async def state() -> dict[str, Any]:
-                return {}
-
-            await tightened_now(self, self.config, self.choice, plan.target, state, {}, plan.arguments)
+        """The implied plan goes into the store (a url-mode call's is there since it asked), so the store's one
+        atomic claim of key and plan applies."""
         stored = await self.gw.store.get_plan(plan.plan_id, self.gw.clock())
         if isinstance(stored, Expired):  # a url-mode call's plan, stored when it asked, outlived by the approval
             raise _expired()
@@ -111,12 +101,6 @@ class PassthroughCall(ClaimedWrite):
         """Step 9 (the table in the module docstring)."""
         return settle_call(self.published, reply, self.gw.config.limits)
 
-    async def not_claimed(self, plan: Plan, record: KeyRecord, existing: KeyRecord | None) -> dict[str, Any]:
-        """The key is another call's: its replay, or why not; no key yet means the implied plan is in use."""
-        if existing is not None:
-            return _finished(existing, plan.plan_id)
-        raise ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
-
 
 def implied_plan_id(caller: str, tool: str, key: str, arguments: dict[str, Any]) -> str:
     """The id of the plan a pass-through write's arguments stand for, bound to the caller and the key."""
@@ -133,22 +117,6 @@ def prompt(config: PassthroughTool, tool: str, arguments: dict[str, Any], proper
         return f"Call {tool} with {text}?"
     names = {name: _encoded(arguments[name]) if name in arguments else "(not given)" for name in properties}
     return str(render(config.message, {**names, "tool": tool, "arguments": text}))
-
-
-def answer_of(published: PublishedTool, reply: Reply | None, limits: Limits) -> dict[str, Any] | None:
-    """A successful answer as the published output schema describes it (without ``replayed``) and within the
-    ``[limits]`` a caller's arguments are held to (the backend's own schema may bound nothing), or None."""
-    if reply is LOST or reply.is_error:
-        return None
-    body = reply.json()
-    if not isinstance(body, dict) or beyond_limits(body, limits) is not None:
-        return None
-    checked = {**body, "replayed": False} if published.config.writes else body
-    try:
-        published.validate_output(checked)
-    except ValueError:
-        return None
-    return body
 
 
 def settle_call(published: PublishedTool, reply: Reply | None, limits: Limits) -> Settlement:
@@ -171,17 +139,26 @@ async def decide(
 ) -> Answer:
     """An admitted call: the key's replay; or its mode by the rules, the question (a form, or people on the
     approval page), then the write."""
-    gw, config = call.gw, call.config
     key = args[KEY]
     arguments = {name: value for name, value in args.items() if name != KEY}
-    named = arguments.get(config.target_argument) if config.target_argument is not None else None
+    named = arguments.get(call.config.target_argument) if call.config.target_argument is not None else None
     target = str(named) if named is not None else call.name
     plan_id = implied_plan_id(call.caller, call.name, key, arguments)
     call.note(plan_id=plan_id, target=target)
-    await gw.unsettled.retry(gw.store)
-    record = gw.unsettled.record(call.caller, key) or await gw.store.get_record(call.caller, key)
-    if record is not None:
-        return _finished(record, plan_id)
+    return await carry_out(call, key, plan_id, lambda: _confirmed(call, ctx, params, plan_id, key, target, arguments))
+
+
+async def _confirmed(
+    call: PassthroughCall,
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    plan_id: str,
+    key: str,
+    target: str,
+    arguments: dict[str, Any],
+) -> Plan | Interim:
+    """Its mode by the rules, the question, the yes: the implied plan to claim."""
+    gw, config = call.gw, call.config
     choice = await chosen(call, config, target, arguments)
     call.choice = choice
     properties = [name for name in call.published.tool.input_schema.get("properties", {}) if name != KEY]
@@ -195,9 +172,7 @@ async def decide(
     asked = await ask(
         call, ctx, params, plan, key, message, choice, config.prompt_timeout_seconds, ready=_nothing, start_over=None
     )
-    if asked is not None:
-        return asked
-    return await apply_claimed(call, plan, KeyRecord(call.caller, key, plan_id, target, "in_flight", tool=call.name))
+    return plan if asked is None else asked
 
 
 async def _lasting_plan(call: PassthroughCall, plan_id: str, target: str, arguments: dict[str, Any]) -> Plan:
@@ -225,13 +200,6 @@ def _expired() -> ToolError:
 
 async def _nothing() -> None:
     """Nothing to check right before asking: a pass-through write has no target state to re-read (nor a name)."""
-
-
-def _finished(record: KeyRecord, plan_id: str) -> dict[str, Any]:
-    """A key already recorded: replay its answer, or refuse as the record says (reused, in flight, failed)."""
-    if after_key_lookup(record, plan_id) is AfterLookup.REPLAY:
-        return {**(record.result or {}), "replayed": True}
-    raise ToolError(**outcome_unknown_body(None))
 
 
 def _encoded(value: Any) -> str:

@@ -3,8 +3,8 @@
 Theory of operation. A destructive call carries only ``planId`` and ``idempotencyKey``. It passes these
 steps in order; each either lets it through or refuses with a stable code, and nothing before step 9
 changes anything outside the gateway's own store. Steps 1 and 2 run for every tool, in the MCP surface's chain
-(gateway.mcp.chain); the I/O of steps 3-9 is in gateway.write.planned, and steps 8-9 are the skeleton every
-write shares (gateway.write.driver).
+(gateway.mcp.chain); step 3 (the key first) and steps 8-9 are the driver every write shares
+(gateway.write.driver), and the I/O of steps 4-7 is a planned write's own (gateway.write.planned).
 
     step  what is checked                         refusal codes                    decided by
     1     the caller may use the tool, often      forbidden / unknown tool,        gateway.identity.caller,
@@ -18,8 +18,8 @@ write shares (gateway.write.driver).
           version and every planned number        plan_stale (lookups read afresh)
     7     the user said yes (form), or enough     not_confirmed, approval_pending  require_yes,
           approvers did on the page (url); a form                                  uses_up_plan,
-          declined or cancelled uses the plan up (the key stays free)              gateway.write.ask.page
-    8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  require_unchanged
+          declined or cancelled uses the plan up (the key stays free)              gateway.write.ask.people
+    8     lock, claim key + plan, re-check 6      request_in_progress, plan_stale  plan_in_use, require_unchanged
     9     the backend's answer becomes the outcome (applied, unknown,             settle
           error), reporting only values that fit the output schema
 
@@ -88,6 +88,19 @@ def live_plan(found: Plan | Expired | None, caller: str, tool: str, preview: str
             Code.PLAN_NOT_FOUND, f"No such plan for this caller. Call {preview} to get one.", next_tool=preview
         )
     return found
+
+
+def plan_in_use(found: Plan | Expired | None, caller: str, tool: str, preview: str | None) -> ToolError:
+    """Step 8: the claim found the plan (``found``, read again) gone or claimed, and the key free. A plan from a
+    preview that is gone or expired says so; else another call with another key is carrying it out. (A write
+    without a preview, ``preview`` None, stands on a plan its own arguments imply.)"""
+    if preview is None:
+        return ToolError(Code.REQUEST_IN_PROGRESS, "A call with these arguments is running. Retry in a few seconds.")
+    try:
+        live_plan(found, caller, tool, preview)
+    except ToolError as gone:
+        return gone
+    return ToolError(Code.REQUEST_IN_PROGRESS, "Another call is applying this plan right now. Retry in a few seconds.")
 
 
 def require_form(capabilities: ClientCapabilities | None) -> None:

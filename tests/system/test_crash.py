@@ -17,7 +17,7 @@ import mcp.types as types
 import pytest
 from mcp import Client
 
-from gateway.audit.trail import RECOVERED
+from gateway.audit.entries import RECOVERED
 from gateway.crashpoints import ENV_VAR, SQLITE_POINTS
 from gateway.stores.leases import LEASE_MARGIN_SECONDS
 from tests.support.clients import Answers, error_body, error_code, new_key, preview

@@ -18,7 +18,7 @@ from gateway.errors import StoreUnavailable
 from gateway.records import AuditEntry
 from gateway.stores.redis import RedisStore
 from gateway.stores.redis_url import parse_url
-from gateway.write.outcome import Unsettled
+from gateway.write.unsettled import Unsettled
 from tests.support.processes import free_port
 from tests.support.shared_store import Replicas, SharedStoreContract
 from tests.unit.test_store_contract import RETENTION, StoreContract, in_flight, make_plan

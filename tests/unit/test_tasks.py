@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from gateway.approvals.lifecycle import approval_id_for
+from gateway.audit import display
 from gateway.config import parse_config
 from gateway.http.app import build_app
 from gateway.mcp import tasks as gateway_tasks
@@ -122,6 +123,20 @@ async def test_a_task_cancelled_before_the_decision_ends_its_plan_and_writes_not
     assert (profile.write_count(world.db), profile.snapshot(world.db, profile.main)) == before
     outcomes = [e.outcome async for e in world.gw.store.audit_entries() if e.idempotency_key == args["idempotencyKey"]]
     assert outcomes == ["cancelled"]
+
+
+async def test_a_cancelled_task_is_listed_under_its_target(world: World, profile: Profile) -> None:
+    """``audit list --tenant ID`` shows the cancel of a write to that target, as it shows the write's other entries."""
+    async with agent(world) as client:
+        plan = await preview(client, profile)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        created = await tasks.call(client, profile.write_tool, args)
+        assert isinstance(created, dict)
+        await tasks.cancel(client, created["taskId"])
+    entries = [entry async for entry in world.gw.store.audit_entries()]
+    listed = [entry for entry in entries if display.matches(entry, target=profile.main, caller=None, since=None)]
+    assert [(entry.outcome, entry.idempotency_key) for entry in listed] == [("cancelled", args["idempotencyKey"])]
+    assert "cancelled" in display.table(listed)
 
 
 async def test_an_answered_link_is_not_asked_again_and_a_declined_one_ends_the_task(

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from gateway.audit import entries
 from gateway.records import Reply, bounded_json
-from gateway.write.driver import AuditedCall
+from gateway.write.audited import AuditedCall
 from tests.support.clients import Answers, connect, error_body, error_code, new_key, preview, running_gateway
 from tests.support.configs import gateway_config
 from tests.support.profiles import Profile
@@ -78,9 +79,10 @@ async def test_an_entry_sealed_with_the_keys_outcome_is_not_stored_again(tmp_pat
     async with running_gateway(config, backend_in_process=True) as gw:
         call = AuditedCall(gw, profile.write_tool, "local")
         call.note(target=profile.main)
-        sealed = call.seal("applied", None)
-        await call.audit("refused", "internal_error")  # the decision's entry went with the key: nothing more
+        sealed = call.seal(entries.applied)
+        # the decision's entry went with the key: nothing more
+        await call.audit(lambda facts, at: entries.refused(facts, at, "internal_error"))
         stored = [entry async for entry in gw.store.audit_entries()]
         with pytest.raises(RuntimeError):
-            call.seal("applied", None)
+            call.seal(entries.applied)
     assert (sealed.outcome, sealed.target, stored) == ("applied", profile.main, [])

@@ -12,7 +12,7 @@ from gateway.catalog.published import build_catalog
 from gateway.config import WriteTool, load_config
 from gateway.config.expressions import MISSING
 from gateway.errors import ToolError
-from gateway.records import KeyRecord, Plan, Reply
+from gateway.records import Expired, KeyRecord, Plan, Reply
 from gateway.write.steps import (
     KEY_TRANSITIONS,
     LOST,
@@ -21,6 +21,7 @@ from gateway.write.steps import (
     Settlement,
     after_key_lookup,
     next_key_state,
+    plan_in_use,
     require_form,
     require_unchanged,
     require_yes,
@@ -97,6 +98,28 @@ def test_what_an_existing_key_means(state: str, plan_id: str, expected: object) 
         with pytest.raises(ToolError) as raised:
             after_key_lookup(record, plan_id)
         assert raised.value.code == expected
+
+
+@pytest.mark.parametrize(
+    ("found", "preview", "code"),
+    [
+        (PLAN, PREVIEW, "request_in_progress"),
+        (replace(PLAN, in_use_by="key-other-0001"), PREVIEW, "request_in_progress"),
+        (None, PREVIEW, "plan_not_found"),
+        (Expired("local"), PREVIEW, "plan_expired"),
+        (Expired("someone-else"), PREVIEW, "plan_not_found"),
+        (None, None, "request_in_progress"),
+    ],
+    ids=["claimed", "claimed-by-another-key", "gone", "expired", "expired-not-ours", "implied-plan"],
+)
+def test_what_a_claim_that_found_the_plan_in_use_answers(
+    found: Plan | Expired | None, preview: str | None, code: str
+) -> None:
+    """A free key whose claim found the plan gone or claimed: a plan from a preview says which, else another call
+    with another key is carrying it out; a write without a preview is in progress."""
+    refusal = plan_in_use(found, "local", "reset_tenant", preview)
+    assert refusal.code == code
+    assert refusal.next_tool == (None if code == "request_in_progress" else PREVIEW)
 
 
 @pytest.mark.parametrize(

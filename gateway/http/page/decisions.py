@@ -23,12 +23,12 @@ from typing import Any, Literal, Protocol
 from starlette.requests import Request
 
 from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, state
-from gateway.audit import trail
+from gateway.audit import entries, trail
 from gateway.errors import StoreUnavailable
 from gateway.http.page.login import Approver, token_approver
 from gateway.http.proxies import source_key
 from gateway.identity.person import audited
-from gateway.records import Approval, AuditEntry
+from gateway.records import Approval
 from gateway.runtime import Gateway
 
 HEADERS = {
@@ -104,29 +104,9 @@ async def record(
         if changed is current:
             return current, None  # the same answer again: nothing to store
         if await gw.store.replace_approval(changed):
-            await _audit(gw, changed, audited(person, name), verdict, now)
+            await trail.append(gw.store, entries.approval(changed, now, audited(person, name), verdict))
             settled = state(changed, now)
             if settled in (State.APPROVED, State.REJECTED):
                 gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
             return changed, None
     raise StoreUnavailable("the approval kept changing under this decision")
-
-
-async def _audit(gw: Gateway, approval: Approval, approver: dict[str, Any], verdict: str, now: float) -> None:
-    entry = AuditEntry(
-        at=now,
-        caller=approval.caller,
-        tool=approval.tool,
-        outcome="approval",
-        plan_id=approval.plan_id,
-        target=approval.target,
-        version_before=approval.version,
-        confirmation=verdict,
-        extra={
-            "mode": "url",
-            **({"rule": approval.rule} if approval.rule is not None else {}),
-            "approver": approver,
-            "approval": approval.approval_id,
-        },
-    )
-    await trail.append(gw.store, entry)

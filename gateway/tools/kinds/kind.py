@@ -26,7 +26,7 @@ from gateway.catalog.published import PublishedTool
 from gateway.config import ConfirmedTool, ToolKind
 from gateway.runtime import Gateway
 from gateway.tools.kinds.checking import Checking, Probe
-from gateway.write.driver import Answer, AuditedCall
+from gateway.write.audited import Answer, AuditedCall
 
 C = TypeVar("C", bound=ToolKind)
 """A kind's config model."""

@@ -22,7 +22,7 @@ from gateway.tools.kinds.checking import weaker_rule_warnings
 from gateway.tools.kinds.kind import Kind, Reads, Split, ToolCall
 from gateway.tools.passthrough import relay
 from gateway.write import passthrough
-from gateway.write.driver import Answer
+from gateway.write.audited import Answer
 from gateway.write.passthrough import PassthroughCall
 from gateway.write.progress import Progress
 

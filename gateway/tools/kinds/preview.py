@@ -16,7 +16,7 @@ from gateway.errors import Code, ToolError
 from gateway.tools.kinds.checking import PROBE_ID, Checking, backend_says, explained
 from gateway.tools.kinds.kind import Reads, ToolCall
 from gateway.tools.preview import preview
-from gateway.write.driver import Answer
+from gateway.write.audited import Answer
 
 
 class Preview(Reads[PreviewTool]):

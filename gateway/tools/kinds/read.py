@@ -14,7 +14,7 @@ from gateway.errors import ToolError
 from gateway.tools.kinds.checking import Checking, backend_says, peek
 from gateway.tools.kinds.kind import Reads, ToolCall
 from gateway.tools.listing import list_page
-from gateway.write.driver import Answer
+from gateway.write.audited import Answer
 
 
 class Read(Reads[ReadTool]):

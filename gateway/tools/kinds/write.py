@@ -20,7 +20,7 @@ from gateway.tools.kinds.kind import Explained, Kind, ToolCall
 from gateway.tools.kinds.plans import preview_of
 from gateway.tools.preview import effect
 from gateway.write import planned
-from gateway.write.driver import Answer
+from gateway.write.audited import Answer
 from gateway.write.planned import WriteCall
 from gateway.write.progress import Progress
 

@@ -18,14 +18,12 @@ import anyio
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
-from mcp_types.version import is_version_at_least
 
 from gateway.errors import Code, ToolError
 from gateway.observability.tracing import span
+from gateway.protocol import stateless
 from gateway.stores import Store
 
-STATELESS_ERA = "2026-07-28"
-"""The first protocol revision without server-to-client requests: the user is asked by InputRequiredResult."""
 ANSWER_KEY = "confirm"
 
 
@@ -49,7 +47,7 @@ async def ask(
     now: float,
 ) -> types.ElicitResult | types.InputRequiredResult | None:
     """The user's answer, None when none came in time, or (2026) a request to ask and call again."""
-    if is_version_at_least(ctx.protocol_version, STATELESS_ERA):
+    if stateless(ctx.protocol_version):
         return await _answer_from_retry(params, question, store, now) or _input_required(question)
     try:
         with anyio.fail_after(question.timeout), span("confirm wait"):

@@ -15,44 +15,38 @@ key's outcome: the resumed call is a retry with the same key, so a key that has 
 from __future__ import annotations
 
 import secrets
-from contextvars import ContextVar
 from typing import Any
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
-from mcp_types.version import is_version_at_least
 
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_identity
+from gateway.protocol import TASKS_EXTENSION, resuming, stateless
 from gateway.records import Task
-from gateway.write.ask import page
-from gateway.write.ask.form import STATELESS_ERA
+from gateway.write.ask import people
 from gateway.write.parts import Parts
 
-EXTENSION = "io.modelcontextprotocol/tasks"
 RESULT_SECONDS = 3600.0
 """How long a task outlives its approval's expiry, so that its result can still be read."""
-
-resuming: ContextVar[str | None] = ContextVar("gateway-resuming-task", default=None)
-"""The task whose call the gateway is making again (set by gateway.mcp.tasks), or None for a client's own call."""
 
 
 def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
     """Whether this call may be answered with a task: the extension declared on this 2026-07-28 request, and not
     the gateway's own resumption of one."""
-    if resuming.get() is not None or not is_version_at_least(ctx.protocol_version or "", STATELESS_ERA):
+    if resuming.get() is not None or not stateless(ctx.protocol_version):
         return False
     capabilities = ctx.session.client_capabilities
-    return capabilities is not None and EXTENSION in (capabilities.extensions or {})
+    return capabilities is not None and TASKS_EXTENSION in (capabilities.extensions or {})
 
 
 async def open_task(
-    gw: Parts, params: types.CallToolRequestParams, request: page.ApprovalAsk, tool: str, max_live: int
+    gw: Parts, params: types.CallToolRequestParams, request: people.ApprovalAsk, tool: str, max_live: int
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas
     racing may each pass it once)."""
-    approval = await page.approval_for(request, gw)
+    approval = await people.approval_for(request, gw)
     plan, now = request.plan, gw.clock()
     live = [task for task in await gw.store.live_tasks(now) if task.caller == plan.caller]
     found = next((task for task in live if task.key == request.key), None)

@@ -18,9 +18,9 @@ from mcp.server import ServerRequestContext
 from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import Choice, decided_by
 from gateway.records import Plan
-from gateway.write.ask import form, page
+from gateway.write.ask import form, people
 from gateway.write.ask.task import open_task, wants_task
-from gateway.write.driver import AuditedCall, Interim
+from gateway.write.audited import AuditedCall, Interim
 from gateway.write.progress import ASKING
 from gateway.write.steps import confirmation_schema, require_form, require_yes, uses_up_plan
 
@@ -43,11 +43,11 @@ async def ask(
     gw, decided = call.gw, decided_by(choice)
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
-        request = page.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
+        request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
         if wants_task(ctx):
             return await open_task(gw, params, request, call.name, gw.config.approvals.max_tasks_per_caller)
         await call.progress(ASKING)
-        approved = await page.approve(ctx, params, request, gw)
+        approved = await people.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):
             return approved
         call.note(confirmation="approved", extra={**decided, "approvers": approvers_of(approved)})

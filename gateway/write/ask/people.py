@@ -37,7 +37,6 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types.version import is_version_at_least
 
 from gateway.approvals.lifecycle import (
     WAIT_META,
@@ -51,10 +50,10 @@ from gateway.approvals.lifecycle import (
 from gateway.approvals.policy import Choice
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_display, current_person
+from gateway.protocol import stateless
 from gateway.records import Approval, Plan
 from gateway.stores import Store
 from gateway.text import rfc3339
-from gateway.write.ask.form import STATELESS_ERA
 from gateway.write.parts import Parts
 
 ANSWER_KEY = "approve"
@@ -125,7 +124,7 @@ async def approve(
     if current is State.PENDING:
         if not _can_open_urls(ctx):
             raise _pending(approval, request)
-        if is_version_at_least(ctx.protocol_version, STATELESS_ERA):
+        if stateless(ctx.protocol_version):
             return await _stateless_round(params, request, approval, gw)
         current = await _pushed(ctx, request, approval, gw)
         approval = await gw.store.get_approval(approval.approval_id) or approval
