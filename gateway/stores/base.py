@@ -37,6 +37,7 @@ from gateway.records import (
     Plan,
     Task,
     key_leaves,
+    task_leaves,
 )
 
 __all__ = [
@@ -59,6 +60,8 @@ __all__ = [
     "key_leaves",
     "key_moves",
     "settles",
+    "task_leaves",
+    "task_moves",
 ]
 
 log = logging.getLogger(__name__)
@@ -90,6 +93,13 @@ def settles(current: KeyRecord | None, record: KeyRecord) -> bool:
     state = current.state if current is not None else ABSENT
     log.warning("key %s is %s, not in flight: its outcome %s was not recorded", record.key, state, record.state)
     return False
+
+
+def task_moves(current: str | None, status: str) -> bool:
+    """Whether TASK_TRANSITIONS lets a task stored at status ``current`` (None: no task) be stored at ``status``.
+    The memory and SQLite stores ask this inside their atomic replace; PostgreSQL and Redis are passed the same
+    answer as task_leaves."""
+    return current is not None and current in task_leaves(status)
 
 
 class Plans(Protocol):
@@ -207,7 +217,8 @@ class Tasks(Protocol):
     async def get_task(self, task_id: str) -> Task | None: ...
 
     async def replace_task(self, task: Task) -> bool:
-        """Store ``task`` with ``rev + 1`` if the stored one is still at ``task.rev``; else False."""
+        """Store ``task`` with ``rev + 1`` if the stored one is still at ``task.rev`` and TASK_TRANSITIONS lets
+        its status follow the stored one (task_moves), atomically; else False, and the stored task is unchanged."""
         ...
 
     async def live_tasks(self, now: float) -> list[Task]:

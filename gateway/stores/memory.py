@@ -23,7 +23,7 @@ from gateway.records import (
     Plan,
     Task,
 )
-from gateway.stores.base import claim_refusal, key_moves, settles
+from gateway.stores.base import claim_refusal, key_moves, settles, task_moves
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 
@@ -196,6 +196,9 @@ class MemoryStore:
         return found[0] if found is not None else None
 
     async def replace_task(self, task: Task) -> bool:
+        found = self._tasks.get(task.task_id)
+        if not task_moves(found[0].status if found is not None else None, task.status):
+            return False
         return _replace_at_rev(self._tasks, task.task_id, task)
 
     async def live_tasks(self, now: float) -> list[Task]:

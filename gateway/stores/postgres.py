@@ -41,7 +41,8 @@ the audit tail, so two transactions never wait for each other in a cycle):
   ``mid-settle``: after the insert, before the commit). A settle retried after a lost commit reply finds its
   own outcome and stores neither again.
 - ``release``, ``consume_plan``, ``append_audit``, ``trim_audit`` (the delete and its checkpoint), approvals'
-  and tasks' compare-and-set on ``rev``; ``create_task`` (a transaction-scoped advisory lock on the caller's key,
+  and tasks' compare-and-set on ``rev`` (a task's only from a status TASK_TRANSITIONS lets its new one follow,
+  ``task_leaves``, in the same statement); ``create_task`` (a transaction-scoped advisory lock on the caller's key,
   then a look for its live task, then the insert, so two replicas never make two tasks for one key); a bucket's
   refill-and-take, a nonce's first use and a lock's acquire are one statement each (``INSERT ... ON CONFLICT DO
   UPDATE ... WHERE``).
@@ -102,7 +103,7 @@ from gateway.records import (
     Task,
 )
 from gateway.stores import codec
-from gateway.stores.base import StoreUnavailable, claim_refusal, key_leaves, key_moves, settles
+from gateway.stores.base import StoreUnavailable, claim_refusal, key_leaves, key_moves, settles, task_leaves
 from gateway.stores.leases import LeasedLocks
 from gateway.stores.postgres_url import parse_url
 
@@ -502,7 +503,12 @@ class PostgresStore:
         return codec.load(Approval, row[0]) if row is not None else None
 
     async def replace_approval(self, approval: Approval) -> bool:
-        return await self._replace_at_rev("approvals", "approval_id", approval.approval_id, approval)
+        changed = replace(approval, rev=approval.rev + 1)
+        replaced = await self._count(
+            "UPDATE approvals SET body = %s, rev = %s WHERE approval_id = %s AND rev = %s",
+            [codec.dump(changed), changed.rev, approval.approval_id, approval.rev],
+        )
+        return replaced == 1
 
     async def open_approvals(self, now: float) -> list[Approval]:
         rows = await self._rows(
@@ -548,18 +554,11 @@ class PostgresStore:
         return codec.load(Task, row[0]) if row is not None else None
 
     async def replace_task(self, task: Task) -> bool:
-        return await self._replace_at_rev("tasks", "task_id", task.task_id, task, status=task.status)
-
-    async def _replace_at_rev(
-        self, table: str, id_column: str, record_id: str, record: Approval | Task, **columns: str
-    ) -> bool:
-        """Store ``record`` with ``rev + 1`` (and the ``columns`` kept beside its body) if the stored one is still
-        at ``record.rev``, in one statement; the table and column names are this module's own, never a caller's."""
-        changed = replace(record, rev=record.rev + 1)
-        sets = "".join(f", {column} = %s" for column in columns)
+        # One statement: the revision read and a status the new one may follow (task_leaves), or nothing changes.
+        changed = replace(task, rev=task.rev + 1)
         replaced = await self._count(
-            f"UPDATE {table} SET body = %s, rev = %s{sets} WHERE {id_column} = %s AND rev = %s",
-            [codec.dump(changed), changed.rev, *columns.values(), record_id, record.rev],
+            "UPDATE tasks SET body = %s, rev = %s, status = %s WHERE task_id = %s AND rev = %s AND status = ANY(%s)",
+            [codec.dump(changed), changed.rev, task.status, task.task_id, task.rev, task_leaves(task.status)],
         )
         return replaced == 1
 

@@ -29,11 +29,11 @@ Atomicity. Each decision that reads and writes is one Lua script, which Redis ru
 ``claim`` checks the key record, the holder's lock and the plan (live, not in use), then inserts the record in
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
 ``consume_plan`` (delete a plan only while no key holds it), ``create_task`` (only while no live task holds the
-caller's key), ``replace`` (an approval or a task, only at the revision read), acquire, renew and unlock are
-scripts too. A
-script retried after a lost reply recognises its own earlier effect. The scripts that change a key's state
-(claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets their
-event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
+caller's key), ``replace`` (an approval, only at the revision read), ``replace_task`` (the same, and only from a
+status TASK_TRANSITIONS lets the new one follow: it is passed ``task_leaves``), acquire, renew and unlock are
+scripts too. A script retried after a lost reply recognises its own earlier effect. The scripts that change a
+key's state (claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets
+their event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.
 
 Locks, leases and fencing. ``lock(target)`` sets the target's lock key only if it is absent, with a lease and
 a token: the target's fence (a counter incremented on every acquire, so a token is never issued twice) and a
@@ -115,7 +115,7 @@ from gateway.records import (
     Task,
 )
 from gateway.stores import codec
-from gateway.stores.base import OutcomeNotRecorded, StoreUnavailable, key_leaves
+from gateway.stores.base import OutcomeNotRecorded, StoreUnavailable, key_leaves, task_leaves
 from gateway.stores.leases import LeasedLocks
 from gateway.stores.redis_url import parse_url
 
@@ -224,13 +224,23 @@ redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
 return ARGV[1]
 """
 
-# KEYS: an approval or a task. ARGV: the rev it was read at, the new body, then field/value pairs stored beside it
-# (a task's status). Returns 1 when replaced.
+# KEYS: an approval. ARGV: the rev it was read at, the new body. Returns 1 when replaced.
 REPLACE = """
 if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1), unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1))
+return 1
+"""
+
+# KEYS: a task. ARGV: the rev it was read at, the new body, its status, the statuses it may follow (task_leaves,
+# space-delimited). Returns 1 when replaced.
+REPLACE_TASK = """
+local stored = redis.call('HMGET', KEYS[1], 'rev', 'status')
+if stored[1] ~= ARGV[1] or not stored[2] or not string.find(ARGV[4], ' ' .. stored[2] .. ' ', 1, true) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1), 'status', ARGV[3])
 return 1
 """
 
@@ -322,6 +332,7 @@ class RedisStore:
                 ("unlock", UNLOCK),
                 ("put_approval", PUT_APPROVAL),
                 ("replace", REPLACE),
+                ("replace_task", REPLACE_TASK),
                 ("create_task", CREATE_TASK),
             ]
         }
@@ -564,8 +575,8 @@ class RedisStore:
 
     async def replace_task(self, task: Task) -> bool:
         changed = codec.dump(dataclasses.replace(task, rev=task.rev + 1))
-        args = [str(task.rev), changed, "status", task.status]
-        return bool(await self._script("replace", [self._task_key(task.task_id)], args))
+        args = [str(task.rev), changed, task.status, " " + " ".join(task_leaves(task.status)) + " "]
+        return bool(await self._script("replace_task", [self._task_key(task.task_id)], args))
 
     async def live_tasks(self, now: float) -> list[Task]:
         found = [codec.load(Task, body) for body in await self._indexed(self._tasks, now, now)]

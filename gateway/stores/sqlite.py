@@ -25,8 +25,9 @@ Atomic (each one ``BEGIN IMMEDIATE`` transaction on the writer):
   key, delete the plan: one commit, one fsync. The outcome and its entry are on disk together or not at all.
 - ``consume_plan`` (a declined prompt): delete the plan only while no key has claimed it;
 - ``append_audit`` and ``trim_audit``: the read of the tail and the insert (or the delete and the checkpoint);
-- ``create_task``: look for a live task of the same (caller, key), else insert; ``replace_task`` and
-  ``replace_approval``: an update only at the revision read.
+- ``create_task``: look for a live task of the same (caller, key), else insert; ``replace_approval``: an update
+  only at the revision read; ``replace_task``: the same, once the stored status was read and TASK_TRANSITIONS lets
+  the new one follow it (gateway.stores.base.task_moves).
 
 Each step that changes a key reads its stored state in the same transaction and changes it only as
 KEY_TRANSITIONS (gateway.records) allows (gateway.stores.base.key_moves); anything else leaves the key as it was.
@@ -74,7 +75,7 @@ from gateway.records import (
     Task,
 )
 from gateway.stores import codec
-from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
+from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles, task_moves
 from gateway.stores.buckets import LocalBuckets
 from gateway.stores.locks import KeyedLocks
 from gateway.stores.serving import ServingLock
@@ -468,7 +469,7 @@ def _get_approval(db: sqlite3.Connection, approval_id: str) -> Approval | None:
 
 
 def _replace_approval(db: sqlite3.Connection, approval: Approval) -> bool:
-    return _replace_at_rev(db, "approvals", "approval_id", approval.approval_id, approval)
+    return _transaction(db, _replace_at_rev, "approvals", "approval_id", approval.approval_id, approval)
 
 
 def _open_approvals(db: sqlite3.Connection, now: float) -> list[Approval]:
@@ -514,25 +515,28 @@ def _get_task(db: sqlite3.Connection, task_id: str) -> Task | None:
 
 
 def _replace_task(db: sqlite3.Connection, task: Task) -> bool:
-    return _replace_at_rev(db, "tasks", "task_id", task.task_id, task, status=task.status)
+    def steps(db: sqlite3.Connection) -> bool:
+        row = db.execute("SELECT status FROM tasks WHERE task_id = ?", (task.task_id,)).fetchone()
+        if not task_moves(row[0] if row is not None else None, task.status):
+            return False
+        return _replace_at_rev(db, "tasks", "task_id", task.task_id, task, status=task.status)
+
+    return _transaction(db, steps)
 
 
 def _replace_at_rev(
     db: sqlite3.Connection, table: str, id_column: str, record_id: str, record: Approval | Task, **columns: str
 ) -> bool:
     """Store ``record`` with ``rev + 1`` (and the ``columns`` kept beside its body) if the stored one is still at
-    ``record.rev``, in one transaction; the table and column names are this module's own, never a caller's."""
+    ``record.rev``, inside the caller's transaction; the table and column names are this module's own, never a
+    caller's."""
     changed = replace(record, rev=record.rev + 1)
     sets = "".join(f", {column} = ?" for column in columns)
-
-    def steps(db: sqlite3.Connection) -> bool:
-        cursor = db.execute(
-            f"UPDATE {table} SET body = ?, rev = ?{sets} WHERE {id_column} = ? AND rev = ?",
-            (codec.dump(changed), changed.rev, *columns.values(), record_id, record.rev),
-        )
-        return cursor.rowcount == 1
-
-    return _transaction(db, steps)
+    cursor = db.execute(
+        f"UPDATE {table} SET body = ?, rev = ?{sets} WHERE {id_column} = ? AND rev = ?",
+        (codec.dump(changed), changed.rev, *columns.values(), record_id, record.rev),
+    )
+    return cursor.rowcount == 1
 
 
 def _live_tasks(db: sqlite3.Connection, now: float) -> list[Task]:
