@@ -25,11 +25,11 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
 
         return MemoryStore(keys)
     if url.startswith("sqlite:"):
-        from gateway.stores.sqlite import SqliteStore
+        from gateway.stores.sqlite.store import SqliteStore
 
         return SqliteStore(Path(url.removeprefix("sqlite:")), keys)
     if url.startswith(("redis://", "rediss://", "unix://", "redis+sentinel://")):
-        from gateway.stores.redis import RedisStore
+        from gateway.stores.redis.store import RedisStore
 
         return RedisStore(url, keys)
     if url.startswith(("postgresql://", "postgres://")):

@@ -11,7 +11,7 @@
 Adding a role: its protocol in gateway/stores/base.py, its tables in ``schema``, one module here with a class on
 ``SqliteFile``, and that class among ``SqliteStore``'s bases. Imported by gateway.stores.open_store only (and by
 tests); imports the shared pieces of gateway.stores (base, codec, buckets, locks, serving), records, the audit
-chain and crashpoints.
+chain and crashpoints. This module imports nothing: the store is ``store.SqliteStore``.
 
 Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
 
@@ -58,9 +58,3 @@ How it fails. Another connection holding the write lock (``audit trim`` during a
 ``busy_timeout`` (5 s); then, and on a full disk or an unreadable file, the operation raises
 ``sqlite3.Error`` and its transaction is rolled back, leaving the file as it was.
 """
-
-from __future__ import annotations
-
-from gateway.stores.sqlite.store import SqliteStore
-
-__all__ = ["SqliteStore"]

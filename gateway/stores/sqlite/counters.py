@@ -4,13 +4,20 @@ token never leaves the event loop) and the ``writes`` table, one row per counted
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
+from gateway.audit.chain import ChainKeys
 from gateway.records import WRITE_WINDOWS
+from gateway.stores.buckets import LocalBuckets
 from gateway.stores.sqlite.file import SqliteFile, transaction
 
 
 class SqliteCounters(SqliteFile):
     """The Counters role (gateway.stores.base)."""
+
+    def __init__(self, path: Path, keys: ChainKeys | None = None) -> None:
+        super().__init__(path, keys)
+        self._buckets = LocalBuckets()
 
     async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
         return self._buckets.take(bucket, per_second, burst, now)

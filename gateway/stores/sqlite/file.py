@@ -12,8 +12,6 @@ import anyio
 import anyio.to_thread
 
 from gateway.audit.chain import ChainKeys
-from gateway.stores.buckets import LocalBuckets
-from gateway.stores.locks import KeyedLocks
 from gateway.stores.serving import ServingLock
 from gateway.stores.sqlite.schema import create_tables
 
@@ -21,8 +19,9 @@ T = TypeVar("T")
 
 
 class SqliteFile:
-    """One store file, opened: what each role class (gateway.stores.sqlite.keys, audit, ...) adds its operations to.
-    Each operation is one function run on a worker thread in one call, so a transaction never spans two."""
+    """One store file, opened: what each role class (gateway.stores.sqlite.keys, audit, ...) adds its operations to
+    (a role with state of its own makes it in its ``__init__``). Each operation is one function run on a worker
+    thread in one call, so a transaction never spans two."""
 
     def __init__(self, path: Path, keys: ChainKeys | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -32,8 +31,6 @@ class SqliteFile:
         self._writing = anyio.CapacityLimiter(1)
         self._reading = anyio.CapacityLimiter(1)
         self._keys = keys or ChainKeys.ephemeral()
-        self._locks = KeyedLocks()
-        self._buckets = LocalBuckets()
         self._serving = ServingLock(path)
 
     async def _write(self, operation: Callable[..., T], *args: Any) -> T:

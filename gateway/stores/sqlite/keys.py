@@ -9,6 +9,7 @@ import json
 import sqlite3
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from gateway.audit.chain import ChainKeys
@@ -16,6 +17,7 @@ from gateway.crashpoints import crash_point
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry, Claim, Expired, KeyRecord, Plan
 from gateway.stores import codec
 from gateway.stores.base import claim_refusal, key_leaves, key_moves, settles
+from gateway.stores.locks import KeyedLocks
 from gateway.stores.sqlite.audit import append_in
 from gateway.stores.sqlite.file import SqliteFile, transaction
 
@@ -24,6 +26,10 @@ RECORD_COLUMNS = "plan_id, target, state, result, tool, version_before"
 
 class SqliteKeys(SqliteFile):
     """The Plans, KeyRecords, Nonces and Locks roles (gateway.stores.base)."""
+
+    def __init__(self, path: Path, keys: ChainKeys | None = None) -> None:
+        super().__init__(path, keys)
+        self._locks = KeyedLocks()
 
     async def put_plan(self, plan: Plan, now: float) -> None:
         await self._write(_put_plan, plan, now)
