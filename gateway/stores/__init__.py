@@ -33,7 +33,7 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
 
         return RedisStore(url, keys)
     if url.startswith(("postgresql://", "postgres://")):
-        from gateway.stores.postgres import PostgresStore
+        from gateway.stores.postgres.store import PostgresStore
 
         return PostgresStore(url, keys)
     raise ValueError(

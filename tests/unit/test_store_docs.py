@@ -7,7 +7,7 @@ import ast
 import re
 
 from gateway.stores import postgres, redis, sqlite
-from gateway.stores.postgres_schema import migrations
+from gateway.stores.postgres.schema import migrations
 from gateway.stores.sqlite import schema as sqlite_schema
 from tests.support.processes import ROOT
 

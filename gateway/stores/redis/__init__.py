@@ -65,7 +65,7 @@ token that is no longer the lock's value is a stale fence, and:
 - ``settle`` records an outcome only over the owner's own in-flight record; a stalled owner that wakes up
   after its key was declared unknown cannot overwrite that. The store remembers the claims it made (their
   tokens) until they are settled or released, so an outcome the store could not take at once (kept by
-  gateway.write.outcome) settles its own claim when a later call stores it, its lock gone by then, unless a read
+  gateway.write.unsettled) settles its own claim when a later call stores it, its lock gone by then, unless a read
   found the key orphaned first. When the entry was stored and the key's outcome was not, ``settle`` raises
   OutcomeNotRecorded: the outcome is kept without its entry, which is never stored twice.
 - ``recover_in_flight`` at start-up applies the same rule to every key. It cannot settle everything in flight

@@ -178,7 +178,7 @@ class RedisKeys(RedisClient):
         except StoreUnavailable as exc:
             if stored is None:
                 raise
-            # The entry is stored: the outcome is kept without it (gateway.write.outcome), never audited twice.
+            # The entry is stored: the outcome is kept without it (gateway.write.unsettled), never audited twice.
             raise OutcomeNotRecorded(str(exc), stored) from None
         self._locks.forget(record)
         if not settled:
