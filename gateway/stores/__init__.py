@@ -21,7 +21,7 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
     """Open the store a config URL names; ``keys`` seal its audit chain (a random key for this process only when
     None: fine for tests and throwaway stores, but nothing it seals verifies anywhere else)."""
     if url == "memory":
-        from gateway.stores.memory import MemoryStore
+        from gateway.stores.memory.store import MemoryStore
 
         return MemoryStore(keys)
     if url.startswith("sqlite:"):
