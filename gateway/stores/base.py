@@ -11,7 +11,8 @@
     ApproverSessions  people signed in on the page           put_session, get_session, delete_session, sessions
     Store       all of them, plus serve_from and close       what open_store returns
 
-A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
+A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters). A store is built
+by role family (FAMILIES: keys, audit, counters, page state), one module each.
 
 The records it keeps are in gateway.records, written and read as text by one codec (gateway/stores/codec.py);
 tests/unit/test_store_contract.py runs one set of tests against every implementation.
@@ -41,6 +42,7 @@ from gateway.records import (
 )
 
 __all__ = [
+    "FAMILIES",
     "OPERATIONS",
     "ROLES",
     "Approvals",
@@ -68,8 +70,9 @@ log = logging.getLogger(__name__)
 
 
 def key_moves(current: KeyRecord | None, event: str) -> bool:
-    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory
-    and SQLite stores ask this inside their atomic step; Redis's scripts get the same answer as key_leaves."""
+    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory,
+    SQLite and PostgreSQL stores ask this inside their atomic step; Redis's scripts get the same answer as
+    key_leaves."""
     return (current.state if current is not None else ABSENT, event) in KEY_TRANSITIONS
 
 
@@ -131,8 +134,8 @@ class KeyRecords(Protocol):
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         """Record the outcome under the key and delete the plan, atomically. With ``entry``, append it to the
-        audit first: in the same transaction where the store has one (SQLite, memory: one fsync, and a crash
-        keeps both or neither), else just before (Redis: OutcomeNotRecorded when the entry went in and the
+        audit first: in the same transaction where the store has one (SQLite, PostgreSQL, memory: one commit, and
+        a crash keeps both or neither), else just before (Redis: OutcomeNotRecorded when the entry went in and the
         outcome did not). Returns the entry as stored (sealed), if any."""
         ...
 
@@ -270,5 +273,14 @@ ROLES: tuple[type[Any], ...] = (
     Tasks,
     Store,
 )
+FAMILIES: dict[str, tuple[type[Any], ...]] = {
+    "keys": (Plans, KeyRecords, Nonces, Locks),
+    "audit": (AuditLog,),
+    "counters": (Counters,),
+    "page_state": (Approvals, Tasks, ApproverSessions),
+}
+"""The role families every store is split by: each store package has one module of each name, whose class does
+exactly its roles' operations, and its ``store`` module composes those classes (tests/unit/test_store_layout.py).
+A new role joins a family, or is a family of its own: then one more module in every store package."""
 OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
 """Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""
