@@ -10,7 +10,8 @@ sessions, tasks and the audit in one database, the one an operator already backs
     pool        the connection pool every role shares, one transaction or statement per step, failing closed
     url         the store URL: our parameters and libpq's, the password from the environment
     schema      ``migrate`` and the schema-version check ``serve`` and ``check`` ask first
-    migrations/ the versioned SQL files ``migrate`` applies (package data, shipped in the wheel)
+    migrations/ the versioned SQL files ``migrate`` applies (package data, shipped in the wheel); a shipped one
+                is never edited, so their comments still call this package gateway/stores/postgres.py
 
 Adding a role: its protocol in gateway/stores/base.py, its tables in a new migration (never an edit to a shipped
 one), one module here with a class on ``PostgresPool``, and that class among ``PostgresStore``'s bases. Imported by
