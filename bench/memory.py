@@ -26,7 +26,7 @@ from bench.procs import rss_kib
 from gateway.config.store_url import is_postgres
 from gateway.records import KeyRecord, Plan
 from gateway.stores import open_store
-from gateway.stores.postgres_url import parse_url
+from gateway.stores.postgres.url import parse_url
 
 
 def _plan(i: int, now: float) -> Plan:

@@ -163,7 +163,7 @@ def postgres_server(**params: str) -> Iterator[str]:
     store URL, with ``params`` added to it."""
     import anyio
 
-    from gateway.stores.postgres_schema import migrate
+    from gateway.stores.postgres.schema import migrate
     from tests.support.postgres import fresh_schema, postgres_process
 
     with postgres_process(free_port()) as server:

@@ -40,7 +40,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from gateway.config.store_url import is_postgres
-from gateway.stores.postgres_schema import migrate
+from gateway.stores.postgres.schema import migrate
 from tests.support.clients import accept
 from tests.support.configs import config_data, write_toml
 from tests.support.postgres import PostgresServer, fresh_schema, postgres_process

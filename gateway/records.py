@@ -272,7 +272,15 @@ TASK_TRANSITIONS: dict[str, frozenset[str]] = {
     "cancelled": frozenset(),
 }
 """A task's life (the tasks extension's state diagram): from waiting on people (``input_required``) or running
-(``working``) to one terminal status, which never changes again."""
+(``working``) to one terminal status, which never changes again. The only place it is written down: the gateway
+moves a task through ``next_task_status``, and every store refuses to store a move this table does not list from
+the status it holds (gateway.stores.base.task_moves; the SQL and Redis stores are passed ``task_leaves``)."""
+
+
+def task_leaves(status: str) -> list[str]:
+    """The statuses a stored task may change to ``status`` from, as TASK_TRANSITIONS lists them: ``status`` itself
+    (a change that keeps the status) and every status the table lets move to it."""
+    return sorted(current for current, moves in TASK_TRANSITIONS.items() if status == current or status in moves)
 
 
 @dataclass(frozen=True)
@@ -310,6 +318,6 @@ class Task:
 
 def next_task_status(task: Task, status: str) -> str:
     """The status a task may move to; ValueError for one TASK_TRANSITIONS does not list."""
-    if status != task.status and status not in TASK_TRANSITIONS[task.status]:
+    if task.status not in task_leaves(status):
         raise ValueError(f"illegal task transition: {task.status!r} -> {status!r}")
     return status

@@ -78,7 +78,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture
 async def postgres_url(postgres_server: PostgresServer) -> str:
     """A store URL on the session's server naming a schema of this test's own, migrated."""
-    from gateway.stores.postgres_schema import migrate
+    from gateway.stores.postgres.schema import migrate
 
     url = fresh_schema(postgres_server.url)
     await migrate(url)

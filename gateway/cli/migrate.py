@@ -1,6 +1,6 @@
 """``mcp-safety-gateway migrate [--config F]``, and the schema check ``serve``, ``check`` and ``audit`` make first.
 
-Only the PostgreSQL store has a schema to migrate (gateway/stores/postgres_schema.py): SQLite makes its tables
+Only the PostgreSQL store has a schema to migrate (gateway/stores/postgres/schema.py): SQLite makes its tables
 when it opens its file, Redis needs none. ``migrate`` is the operator's step, run once per upgrade from any
 machine that has the config; it is idempotent and refuses a database migrated by a newer gateway. ``serve``,
 ``check`` and ``audit`` refuse, in one sentence naming gateway.store, a PostgreSQL store whose schema version is
@@ -27,7 +27,7 @@ async def run(config: GatewayConfig) -> int:
         return 0
     import psycopg
 
-    from gateway.stores.postgres_schema import SCHEMA_VERSION, MigrationRefused, migrate
+    from gateway.stores.postgres.schema import SCHEMA_VERSION, MigrationRefused, migrate
 
     try:
         was, applied = await migrate(store)
@@ -52,6 +52,6 @@ async def schema_refusal(config: GatewayConfig) -> str | None:
 
     if not is_postgres(config.gateway.store):
         return None
-    from gateway.stores.postgres_schema import schema_refusal as refusal
+    from gateway.stores.postgres.schema import schema_refusal as refusal
 
     return await refusal(config.gateway.store)

@@ -4,7 +4,7 @@ password from the environment.
 A PostgreSQL URL may not carry a password in the file: the password comes from ``GATEWAY_STORE_PASSWORD`` (or the
 file ``GATEWAY_STORE_PASSWORD_FILE`` names), else from libpq's own places (the environment, a password file). A
 Redis URL without a password takes the same variable. The stores parse the rest of their URLs themselves
-(gateway/stores/postgres_url.py, redis_url.py).
+(gateway/stores/postgres/url.py, redis/url.py).
 """
 
 from __future__ import annotations

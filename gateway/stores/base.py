@@ -11,7 +11,8 @@
     ApproverSessions  people signed in on the page           put_session, get_session, delete_session, sessions
     Store       all of them, plus serve_from and close       what open_store returns
 
-A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters).
+A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters). A store is built
+by role family (FAMILIES: keys, audit, counters, page state), one module each.
 
 The records it keeps are in gateway.records, written and read as text by one codec (gateway/stores/codec.py);
 tests/unit/test_store_contract.py runs one set of tests against every implementation.
@@ -37,9 +38,11 @@ from gateway.records import (
     Plan,
     Task,
     key_leaves,
+    task_leaves,
 )
 
 __all__ = [
+    "FAMILIES",
     "OPERATIONS",
     "ROLES",
     "Approvals",
@@ -59,14 +62,17 @@ __all__ = [
     "key_leaves",
     "key_moves",
     "settles",
+    "task_leaves",
+    "task_moves",
 ]
 
 log = logging.getLogger(__name__)
 
 
 def key_moves(current: KeyRecord | None, event: str) -> bool:
-    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory
-    and SQLite stores ask this inside their atomic step; Redis's scripts get the same answer as key_leaves."""
+    """Whether KEY_TRANSITIONS lets ``event`` change a key from its stored state (None: no record). The memory,
+    SQLite and PostgreSQL stores ask this inside their atomic step; Redis's scripts get the same answer as
+    key_leaves."""
     return (current.state if current is not None else ABSENT, event) in KEY_TRANSITIONS
 
 
@@ -90,6 +96,13 @@ def settles(current: KeyRecord | None, record: KeyRecord) -> bool:
     state = current.state if current is not None else ABSENT
     log.warning("key %s is %s, not in flight: its outcome %s was not recorded", record.key, state, record.state)
     return False
+
+
+def task_moves(current: str | None, status: str) -> bool:
+    """Whether TASK_TRANSITIONS lets a task stored at status ``current`` (None: no task) be stored at ``status``.
+    The memory and SQLite stores ask this inside their atomic replace; PostgreSQL and Redis are passed the same
+    answer as task_leaves."""
+    return current is not None and current in task_leaves(status)
 
 
 class Plans(Protocol):
@@ -121,8 +134,8 @@ class KeyRecords(Protocol):
 
     async def settle(self, record: KeyRecord, entry: AuditEntry | None = None) -> AuditEntry | None:
         """Record the outcome under the key and delete the plan, atomically. With ``entry``, append it to the
-        audit first: in the same transaction where the store has one (SQLite, memory: one fsync, and a crash
-        keeps both or neither), else just before (Redis: OutcomeNotRecorded when the entry went in and the
+        audit first: in the same transaction where the store has one (SQLite, PostgreSQL, memory: one commit, and
+        a crash keeps both or neither), else just before (Redis: OutcomeNotRecorded when the entry went in and the
         outcome did not). Returns the entry as stored (sealed), if any."""
         ...
 
@@ -207,7 +220,8 @@ class Tasks(Protocol):
     async def get_task(self, task_id: str) -> Task | None: ...
 
     async def replace_task(self, task: Task) -> bool:
-        """Store ``task`` with ``rev + 1`` if the stored one is still at ``task.rev``; else False."""
+        """Store ``task`` with ``rev + 1`` if the stored one is still at ``task.rev`` and TASK_TRANSITIONS lets
+        its status follow the stored one (task_moves), atomically; else False, and the stored task is unchanged."""
         ...
 
     async def live_tasks(self, now: float) -> list[Task]:
@@ -259,5 +273,14 @@ ROLES: tuple[type[Any], ...] = (
     Tasks,
     Store,
 )
+FAMILIES: dict[str, tuple[type[Any], ...]] = {
+    "keys": (Plans, KeyRecords, Nonces, Locks),
+    "audit": (AuditLog,),
+    "counters": (Counters,),
+    "page_state": (Approvals, Tasks, ApproverSessions),
+}
+"""The role families every store is split by: each store package has one module of each name, whose class does
+exactly its roles' operations, and its ``store`` module composes those classes (tests/unit/test_store_layout.py).
+A new role joins a family, or is a family of its own: then one more module in every store package."""
 OPERATIONS = frozenset(name for role in ROLES for name in vars(role) if not name.startswith("_"))
 """Every operation a store has, by name (the instrumented wrapper's metric labels come from these)."""

@@ -4,8 +4,8 @@ tasks.
 A record is written as the compact JSON of its fields (``dataclasses.asdict``) and read back knowing only this
 version's fields: a field a newer version wrote is dropped, a field an older version did not write takes its
 default. So adding a field to a record breaks neither old records nor a rolling upgrade (replicas of two versions
-on one Redis), and a rollback reads what the newer version stored. The SQLite and Redis stores read every body
-through ``load``; the memory store keeps the objects themselves.
+on one Redis or PostgreSQL), and a rollback reads what the newer version stored. The SQLite, Redis and PostgreSQL
+stores read every body through ``load``; the memory store keeps the objects themselves.
 """
 
 from __future__ import annotations

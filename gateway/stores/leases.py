@@ -92,7 +92,7 @@ class LeasedLocks:
 
     def owner(self, record: KeyRecord) -> str:
         """The token this process claimed the key with (so that an outcome the store could not take at once is
-        stored later, by a call holding no lock, as its claim's own: gateway.write.outcome), else the token of the
+        stored later, by a call holding no lock, as its claim's own: gateway.write.unsettled), else the token of the
         lock this task holds. A key another replica found orphaned is unknown by then, and the key's state
         machine refuses any other outcome over it."""
         return self._claims.get((record.caller, record.key)) or self.token(record.target)

@@ -71,7 +71,7 @@ class SharedStoreContract:
         assert await other.get_plan(plan.plan_id, time.time()) is None
 
     async def test_a_kept_outcome_settles_its_own_claim_after_its_lock_is_gone(self, replicas: Replicas) -> None:
-        """The store could not take a write's outcome at once; the process kept it (gateway.write.outcome) and
+        """The store could not take a write's outcome at once; the process kept it (gateway.write.unsettled) and
         stores it at a later call, holding no lock: it is still that claim's own outcome, so the key reads it,
         not ``unknown``. A second replica's claim made meanwhile on another key is not touched."""
         owner, other, _ = replicas

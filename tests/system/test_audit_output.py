@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from gateway.records import AuditEntry
-from gateway.stores.sqlite import SqliteStore
+from gateway.stores.sqlite.store import SqliteStore
 from tests.support.configs import config_data, write_toml
 from tests.support.profiles import TENANTS
 

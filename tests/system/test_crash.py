@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from gateway.audit.entries import RECOVERED
-from gateway.crashpoints import ENV_VAR, SQLITE_POINTS
+from gateway.crashpoints import ALL_POINTS, ENV_VAR
 from gateway.stores.leases import LEASE_MARGIN_SECONDS
 from tests.support.clients import Answers, error_body, error_code, new_key, preview
 from tests.support.configs import write_config
@@ -119,7 +119,7 @@ def assert_never_twice(crashed: Crashed, profile: Profile, db: Path, point: str)
         assert profile.version(db, profile.main) == crashed.version + crashed.writes_at_crash
 
 
-@pytest.mark.parametrize("point", SQLITE_POINTS)
+@pytest.mark.parametrize("point", ALL_POINTS)
 async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path, profile: Profile, point: str) -> None:
     config, db = write_config(profile, tmp_path), tmp_path / "backend.db"
     crashed = await crash_and_retry(config, db, profile, point)
@@ -132,7 +132,7 @@ async def test_a_crash_at_any_step_never_leads_to_a_second_write(tmp_path: Path,
     assert_audited(crashed, profile, point, [recovered, RETRIED, RETRIED])
 
 
-@pytest.mark.parametrize("point", SQLITE_POINTS)
+@pytest.mark.parametrize("point", ALL_POINTS)
 async def test_a_crash_at_any_step_on_postgres_never_leads_to_a_second_write(
     tmp_path: Path, postgres_url: str, point: str
 ) -> None:

@@ -13,8 +13,8 @@ import anyio
 import psycopg
 import pytest
 
-from gateway.stores.postgres_schema import SCHEMA_VERSION, migrations
-from gateway.stores.postgres_url import parse_url
+from gateway.stores.postgres.schema import SCHEMA_VERSION, migrations
+from gateway.stores.postgres.url import parse_url
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import gateway_config, write_config
 from tests.support.postgres import PostgresServer, fresh_schema

@@ -17,8 +17,8 @@ import pytest
 from gateway.errors import StoreUnavailable
 from gateway.records import AuditEntry, Claim, Plan
 from gateway.stores import Store
-from gateway.stores.postgres import PostgresStore
-from gateway.stores.postgres_url import parse_url
+from gateway.stores.postgres.store import PostgresStore
+from gateway.stores.postgres.url import parse_url
 from tests.support.postgres import PostgresServer
 from tests.support.processes import free_port
 from tests.support.shared_store import Replicas, SharedStoreContract

@@ -16,8 +16,9 @@ import redis.asyncio as aioredis
 
 from gateway.errors import StoreUnavailable
 from gateway.records import AuditEntry
-from gateway.stores.redis import RedisStore
-from gateway.stores.redis_url import parse_url
+from gateway.stores.redis.keys import SETTLE
+from gateway.stores.redis.store import RedisStore
+from gateway.stores.redis.url import parse_url
 from gateway.write.unsettled import Unsettled
 from tests.support.processes import free_port
 from tests.support.shared_store import Replicas, SharedStoreContract
@@ -165,10 +166,10 @@ async def test_an_entry_stored_without_its_outcome_keeps_the_outcome_and_audits_
     )
     script = store._script
 
-    async def settle_fails(name: str, keys: list[str], args: list[str]) -> Any:
-        if name == "settle":
+    async def settle_fails(lua: str, keys: list[str], args: list[str]) -> Any:
+        if lua == SETTLE:
             raise StoreUnavailable("Redis stopped answering")
-        return await script(name, keys, args)
+        return await script(lua, keys, args)
 
     await store.put_plan(plan, time.time())
     with anyio.fail_after(10):

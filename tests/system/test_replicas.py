@@ -38,7 +38,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.crashpoints import ENV_VAR, POINTS
 from gateway.stores import open_store
-from gateway.stores.redis_url import LEASE_MARGIN_SECONDS
+from gateway.stores.redis.url import LEASE_MARGIN_SECONDS
 from tests.support.approvals import TOKENS, approvals_section, url_mode
 from tests.support.clients import Answers, connect, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, gateway_config, write_toml

@@ -1,7 +1,7 @@
 """The wheel as a newcomer installs it: built with ``python -m build``, installed in a fresh venv, ``serve``
 started from an empty folder and from the filesystem root, and a preview plus a confirmed reset through it with a
 real SDK client. State lands in the platform state directory or beside the config, never in the working directory
-or in ``/var``."""
+or in ``/var``. The PostgreSQL store's migrations ship in it, found where ``migrate`` looks for them."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.stores.postgres.schema import migrations
 from tests.support.clients import Answers, new_key, preview
 from tests.support.processes import ROOT, free_port, process
 from tests.support.profiles import TENANTS
@@ -83,3 +84,18 @@ async def test_the_wheel_serves_an_init_config_from_the_filesystem_root(installe
     assert TENANTS.write_count(state / "legacy.db") == 1
     assert var_files() - before == set()
     assert not (tmp_path / "state-home").exists()
+
+
+async def test_the_wheel_ships_every_migration_where_migrate_finds_it(installed: Path, tmp_path: Path) -> None:
+    shipped = await anyio.run_process(
+        [
+            installed / "python",
+            "-c",
+            "from gateway.stores.postgres.schema import migrations\n"
+            "print([(m.version, m.name, len(m.sql)) for m in migrations()])",
+        ],
+        cwd=tmp_path,  # not the checkout: the installed package, not the source tree
+    )
+    source = [(migration.version, migration.name, len(migration.sql)) for migration in migrations()]
+    assert len(source) >= 2
+    assert shipped.stdout.decode().strip() == repr(source)

@@ -9,8 +9,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from gateway.config import ConfigError, parse_config
-from gateway.stores.postgres_schema import SCHEMA_VERSION, migrations
-from gateway.stores.postgres_url import credentials_refusal, parse_url
+from gateway.stores.postgres.schema import SCHEMA_VERSION, migrations
+from gateway.stores.postgres.url import credentials_refusal, parse_url
 from tests.support.configs import config_data
 from tests.support.profiles import TENANTS
 

@@ -40,7 +40,7 @@ def test_the_readme_shows_no_command_that_only_works_somewhere_else() -> None:
 def test_the_migrate_output_the_deployment_guide_shows_is_this_gateways() -> None:
     """docs/deployment.md shows what `migrate` prints on an empty database, and the refusal of a schema that is not
     migrated yet: both name the version of the migrations this package ships."""
-    from gateway.stores.postgres_schema import SCHEMA_VERSION, migrations
+    from gateway.stores.postgres.schema import SCHEMA_VERSION, migrations
 
     guide = " ".join((ROOT / "docs" / "deployment.md").read_text().split())
     names = ", ".join(f"{migration.version:04}_{migration.name}" for migration in migrations())

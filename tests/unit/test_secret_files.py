@@ -17,8 +17,8 @@ from gateway.config import ConfigError, Webhook, parse_config, to_toml
 from gateway.config.environ import SecretError, secret
 from gateway.identity.secrets import load_audit_keys, load_keys
 from gateway.signing import SIGNATURE_HEADER
-from gateway.stores.postgres_url import parse_url as parse_postgres
-from gateway.stores.redis_url import parse_url as parse_redis
+from gateway.stores.postgres.url import parse_url as parse_postgres
+from gateway.stores.redis.url import parse_url as parse_redis
 from tests.support.configs import config_data
 from tests.support.profiles import TENANTS
 

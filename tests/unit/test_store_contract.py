@@ -19,6 +19,7 @@ from gateway.errors import StoreInUse
 from gateway.identity.person import person_id
 from gateway.records import (
     KEY_TRANSITIONS,
+    TASK_TRANSITIONS,
     TOMBSTONE_SECONDS,
     ApproverSession,
     AuditEntry,
@@ -45,6 +46,15 @@ KEY_LIFE = {
 """A key's life, written out: (state, event) -> next state. Every pair not listed leaves the key as it was."""
 KEY_STATES = ["absent", "in_flight", "applied", "unknown", "error"]
 KEY_EVENTS = ["claim", "release", "applied", "unknown", "error"]
+
+TASK_LIFE = {
+    "input_required": {"working", "completed", "failed", "cancelled"},
+    "working": {"input_required", "completed", "failed", "cancelled"},
+    "completed": set(),
+    "failed": set(),
+    "cancelled": set(),
+}
+"""A task's life, written out: status -> the statuses it may move to. A terminal status never changes again."""
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -368,6 +378,20 @@ class StoreContract:
         after = make_task("tk_after")  # the same key again once the first task ended: a new task
         assert await store.create_task(after) == after
 
+    async def test_a_task_moves_only_as_the_written_out_table_says(self, store: Store) -> None:
+        went: dict[tuple[str, str], str] = {}
+        unchanged: list[tuple[str, str]] = []
+        for n, (status, to) in enumerate((status, to) for status in TASK_LIFE for to in TASK_LIFE):
+            stored = await store.create_task(replace(make_task(f"tk_{n}", key=f"key-{n:04}"), status=status))
+            replaced = await store.replace_task(replace(stored, status=to, message=f"moved to {to}"))
+            after = await store.get_task(stored.task_id)
+            assert after is not None
+            went[(status, to)] = after.status
+            if to != status and to not in TASK_LIFE[status] and (replaced or after != stored):
+                unchanged.append((status, to))
+        assert went == {(status, to): to if to in TASK_LIFE[status] else status for status, to in went}
+        assert unchanged == []  # a move the table does not list is refused and changes nothing, not even the rev
+
     async def test_live_tasks_are_the_unexpired_unfinished_ones_oldest_first(self, store: Store) -> None:
         older = replace(make_task("tk_older", key="key-0001"), created_at=time.time() - 10)
         newer = make_task("tk_newer", key="key-0002")
@@ -401,6 +425,10 @@ async def test_a_sqlite_store_is_served_by_one_process_until_it_closes(tmp_path:
 
 def test_the_key_table_every_store_applies_is_the_one_written_out_here() -> None:
     assert KEY_TRANSITIONS == KEY_LIFE
+
+
+def test_the_task_table_every_store_applies_is_the_one_written_out_here() -> None:
+    assert TASK_TRANSITIONS == TASK_LIFE
 
 
 def _settled(record: KeyRecord, state: str) -> KeyRecord:

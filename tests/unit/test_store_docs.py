@@ -7,7 +7,8 @@ import ast
 import re
 
 from gateway.stores import postgres, redis, sqlite
-from gateway.stores.postgres_schema import migrations
+from gateway.stores.postgres.schema import migrations
+from gateway.stores.sqlite import schema as sqlite_schema
 from tests.support.processes import ROOT
 
 
@@ -17,7 +18,7 @@ def _listed(docstring: str) -> set[str]:
 
 
 def test_the_sqlite_docstring_lists_every_table_the_store_creates() -> None:
-    created = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", sqlite.SCHEMA))
+    created = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", sqlite_schema.SCHEMA))
     assert {"plans", "idempotency", "approvals", "writes"} <= created  # the scan reads the schema
     assert sqlite.__doc__ is not None
     assert sorted(created - _listed(sqlite.__doc__)) == []
@@ -33,10 +34,10 @@ def test_the_postgres_docstring_lists_every_table_the_migrations_create() -> Non
 
 
 def test_the_redis_docstring_lists_every_key_family_the_store_names() -> None:
-    source = (ROOT / "gateway/stores/redis.py").read_text()
     families = {
         node.right.value.removesuffix(":")
-        for node in ast.walk(ast.parse(source))
+        for module in sorted((ROOT / "gateway/stores/redis").glob("*.py"))
+        for node in ast.walk(ast.parse(module.read_text()))
         if isinstance(node, ast.BinOp)
         and isinstance(node.op, ast.Add)
         and isinstance(node.left, ast.Attribute)

@@ -1,6 +1,6 @@
 """The PostgreSQL store's schema: migrations shipped in the package, applied by ``mcp-safety-gateway migrate``.
 
-The migrations are the files ``postgres_migrations/NNNN_name.sql`` beside this module, applied in order. The
+The migrations are the files ``migrations/NNNN_name.sql`` beside this module, applied in order. The
 database records each one applied in ``schema_migrations`` (version, name, applied_at) inside the store's schema,
 so the version of a database is the highest version listed there.
 
@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from gateway.stores.postgres_url import PostgresUrl, parse_url
+from gateway.stores.postgres.url import PostgresUrl, parse_url
 
-FOLDER = "postgres_migrations"
+FOLDER = "migrations"
 NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
@@ -41,13 +41,15 @@ class MigrationRefused(Exception):
 def migrations() -> list[Migration]:
     """The migrations this package ships, oldest first."""
     found = []
-    for item in resources.files("gateway.stores").joinpath(FOLDER).iterdir():
+    for item in resources.files("gateway.stores.postgres").joinpath(FOLDER).iterdir():
         match = NAME.match(item.name)
         if match:
             found.append(Migration(int(match.group(1)), match.group(2), item.read_text(encoding="utf-8")))
     found.sort(key=lambda migration: migration.version)
     if [migration.version for migration in found] != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"gateway/stores/{FOLDER}: migrations must be numbered 0001, 0002, ... without gaps")
+        raise RuntimeError(
+            f"gateway/stores/postgres/{FOLDER}: migrations must be numbered 0001, 0002, ... without gaps"
+        )
     return found
 
 
