@@ -49,6 +49,7 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
+from gateway.config.statements import StatementExecuteTool, StatementPreviewTool, StatementQueryTool, StatementSource
 from gateway.config.tomlfile import declared_twice, to_toml, toml_key, toml_value
 from gateway.text import MAX_NAME, quoted
 
@@ -82,6 +83,10 @@ __all__ = [
     "RateLimit",
     "RateLimits",
     "ReadTool",
+    "StatementExecuteTool",
+    "StatementPreviewTool",
+    "StatementQueryTool",
+    "StatementSource",
     "StaticToken",
     "SummaryField",
     "Target",
@@ -108,7 +113,16 @@ DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
-ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
+ToolConfig = Annotated[
+    ReadTool
+    | PreviewTool
+    | WriteTool
+    | PassthroughTool
+    | StatementQueryTool
+    | StatementPreviewTool
+    | StatementExecuteTool,
+    Field(discriminator="kind"),
+]
 """A ``[tools.NAME]`` table, by its ``kind``: every kind's model (the kind registry, gateway.tools.kinds, holds
 each model's kind, and a test holds the two to each other)."""
 TOOL_KINDS = tags_of(get_args(get_args(ToolConfig)[0]))
@@ -127,6 +141,7 @@ class GatewayConfig(Model):
     backend: BackendSection | None = None
     backends: dict[str, BackendSection] = {}
     lookups: dict[str, Lookup] = {}
+    statements: dict[str, StatementSource] = {}
     tools: dict[str, ToolConfig]
 
     @model_validator(mode="after")
@@ -173,6 +188,18 @@ class GatewayConfig(Model):
         return self
 
     @model_validator(mode="after")
+    def _no_statement_tool_republished(self) -> GatewayConfig:
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None or tool.republishes_god_tool():
+                continue
+            wrappers = self.statement_wrappers(self.backend_of(name), source)
+            if wrappers:
+                why = f"runs the statements that {', '.join(wrappers)} hold to their rules"
+                raise ValueError(f"tools.{name}.source: {god_tool_sentence(source, why)}")
+        return self
+
+    @model_validator(mode="after")
     def _each_backend_tool_decided_once(self) -> GatewayConfig:
         seen: dict[tuple[str, str], str] = {}
         for name, tool in self.tools.items():
@@ -199,6 +226,16 @@ class GatewayConfig(Model):
             if lookup.call is not None and self.lookup_backend(name) == backend
         ]
         return tools + lookups
+
+    def statement_wrappers(self, backend: str, tool: str) -> list[str]:
+        """The statement tools that send statements to a backend's ``tool`` (as their tool or read tool)."""
+        return [
+            f"tools.{name}"
+            for name, config in self.tools.items()
+            if (source := self.statements.get(config.statements_named() or "")) is not None
+            and tool in (source.tool, source.read_through())
+            and self.backend_of(name) == backend
+        ]
 
     def republished_god_tools(self) -> list[str]:
         """A warning for each tool the operator insists on publishing although it may be a god-tool."""
