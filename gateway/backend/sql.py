@@ -1,6 +1,7 @@
 """Statements sent to a statement-executing server (gateway.config.statements), each one call of the server's own
 tool, its answer read by the shape the server answers in (gateway.backend.sql_answers).
 
+    rules_of    a source's rules for some classes of statement (gateway.statements.rules)
     analysed    a statement held to a source's rules (gateway.statements), or the caller's refusal: a statement
                 past the size limit is request_too_large, any other statement_refused with ``details.reason``
     read        a read through the source's read tool (retried once on a fresh connection, as every read)
@@ -23,24 +24,37 @@ from gateway.backend.sql_answers import PARSERS, Said, count_of, fingerprint_of
 from gateway.config import StatementSource
 from gateway.errors import Code, ToolError
 from gateway.records import Reply
-from gateway.statements.analysis import analyse
-from gateway.statements.model import Statement, StatementClass
+from gateway.statements.analysis import allowed_tables, analyse
+from gateway.statements.model import Dialect, Statement, StatementClass
 from gateway.statements.refusals import Refusal, StatementRefused
+from gateway.statements.rules import Rules
 from gateway.text import escaped
 
 NOTHING_RUN = "Nothing was run."
 
 
+def rules_of(source: StatementSource, classes: frozenset[str]) -> Rules:
+    """The analysis's rules of ``[statements.NAME]`` for statements of ``classes`` (a query: ``read`` only)."""
+    dialect = Dialect(source.dialect)
+    return Rules(
+        dialect=dialect,
+        classes=frozenset(StatementClass(kind) for kind in classes),
+        tables=allowed_tables(dialect, source.tables),
+        writing_functions=frozenset(source.writing_functions),
+        max_length=source.max_length,
+    )
+
+
 def analysed(
     source: StatementSource,
     name: str,
-    classes: frozenset[StatementClass],
+    classes: frozenset[str],
     text: str,
     expect: Literal["read", "write"],
 ) -> Statement:
     """The statement held to the rules of ``[statements.NAME]`` for ``classes``; a refusal names the reason."""
     try:
-        return analyse(text, source.rules(classes), expect)
+        return analyse(text, rules_of(source, classes), expect)
     except StatementRefused as refused:
         raise refusal(refused, name, source.max_length) from None
 

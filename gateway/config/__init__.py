@@ -5,7 +5,8 @@ A bad file fails at start with one sentence per problem naming the TOML key, for
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
 call backs which tool), ``kinds`` (what every tool kind's model answers; ``face`` holds what they show a client),
 ``read`` (a read tool), ``planned`` (a planned write's preview and write tools), ``passthrough`` (a backend's own
-tools, published on purpose) and ``identities`` (whether callers and approvers are one identity space, as four eyes
+tools, published on purpose), ``statements`` (a statement-executing server's ``[statements.NAME]`` and its query,
+preview and execute tools) and ``identities`` (whether callers and approvers are one identity space, as four eyes
 needs); ``environ`` reads the secrets the config names by environment variable (or from the file ``VAR_FILE``
 names); this module joins them into ``GatewayConfig``, has each tool check its references, and reads TOML
 (``tomlfile`` writes it, and says what TOML's own error leaves unsaid). The tool models are told apart in one place

@@ -20,7 +20,6 @@ fit is not published, and ``check`` names the key). What the calls do is the reg
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -28,14 +27,14 @@ from pydantic import Field, field_validator, model_validator
 from gateway.config.face import IDEMPOTENCY_KEY, PLAN_ID, READ_ONLY, Face, Hints, Misfit, object_schema
 from gateway.config.kinds import WRITE_SCOPES, ConfirmedTool, Sources, ToolKind, Whole
 from gateway.config.sections import Model
-from gateway.statements.analysis import allowed_tables
-from gateway.statements.model import Dialect, StatementClass
-from gateway.statements.rules import MAX_LENGTH, Rules
 from gateway.text import MAX_NAME, quoted
 
 WriteClass = Literal["insert", "update", "delete", "ddl", "truncate"]
 SQL_INPUT = {"type": "string", "minLength": 1}
-CLASSES = [str(kind) for kind in StatementClass if kind.writes]
+CLASSES = ["insert", "update", "delete", "ddl", "truncate"]
+"""The classes of write a statement may be (gateway.statements.model.StatementClass)."""
+MAX_LENGTH = 20_000
+"""The default size limit, in characters (gateway.statements.rules.MAX_LENGTH)."""
 DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 NAMES = {"type": "array", "items": {"type": "string", "maxLength": 256}, "maxItems": 64}
 
@@ -64,7 +63,7 @@ class StatementSource(Model):
     read_tool: str | None = None
     """A tool of the same server that runs statements without write access (dbhub's read-only source,
     ``execute_sql_reader``): reads and measuring reads go there. Unset: they go to ``tool``."""
-    dialect: Dialect
+    dialect: Literal["postgres", "sqlite"]
     answers: Literal["dbhub", "mcp-alchemy"]
     """How the server answers: dbhub's JSON, or mcp-alchemy's text."""
     tables: list[str] = Field(min_length=1)
@@ -83,22 +82,12 @@ class StatementSource(Model):
 
     @model_validator(mode="after")
     def _tables_parse(self) -> StatementSource:
-        allowed_tables(self.dialect, self.tables)  # ValueError naming an entry that is no table name
+        # The parsers load only for a config that has statements (the write path's decisions import the config).
+        from gateway.statements.analysis import allowed_tables
+        from gateway.statements.model import Dialect
+
+        allowed_tables(Dialect(self.dialect), self.tables)  # ValueError naming an entry that is no table name
         return self
-
-    @cached_property
-    def _tables(self) -> frozenset[Any]:
-        return allowed_tables(self.dialect, self.tables)
-
-    def rules(self, classes: frozenset[StatementClass]) -> Rules:
-        """The analysis's rules for statements of ``classes`` (a query: reads only)."""
-        return Rules(
-            dialect=self.dialect,
-            classes=classes,
-            tables=self._tables,
-            writing_functions=frozenset(self.writing_functions),
-            max_length=self.max_length,
-        )
 
     def read_through(self) -> str:
         """The backend tool reads and measures are sent to."""
@@ -251,9 +240,9 @@ class StatementExecuteTool(ConfirmedTool):
     def writes(self) -> bool:
         return True
 
-    def allowed(self) -> frozenset[StatementClass]:
+    def allowed(self) -> frozenset[str]:
         """The classes its preview plans."""
-        return frozenset(StatementClass(kind) for kind in self.classes)
+        return frozenset(self.classes)
 
     def four_eyes_for(self) -> frozenset[str]:
         """The classes it may run that need four eyes on the approval page."""

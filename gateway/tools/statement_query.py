@@ -22,7 +22,7 @@ from gateway.statements.model import READ
 async def query(gw: Gateway, name: str, config: StatementQueryTool, args: dict[str, Any]) -> dict[str, Any]:
     """The read's rows, at most ``max_rows`` of them and ``max_bytes`` of JSON."""
     source = gw.config.statements[config.statements]
-    statement = analysed(source, config.statements, frozenset({READ}), args["sql"], "read")
+    statement = analysed(source, config.statements, frozenset({str(READ)}), args["sql"], "read")
     said = await read(gw.backend_for(name), gw.config.backend_of(name), source, statement.text)
     if not said.rows and said.count:
         raise ToolError(Code.BACKEND_ERROR, "The database answered the read as if it changed rows. Nothing was run.")

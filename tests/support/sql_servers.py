@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tomllib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -134,3 +135,47 @@ async def connected(params: StdioServerParameters, errlog: TextIO) -> AsyncItera
         stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=STARTUP_TIMEOUT
     ) as client:
         yield client
+
+
+SHIPPED = ROOT / "config" / "dbhub" / "gateway.toml"
+"""The copy-paste config for dbhub the README shows: the tests wrap dbhub with it, only its backend's command line
+and dbhub's own DSN changed."""
+
+
+def dbhub_gateway_data(database_url: str, directory: Path, **gateway: Any) -> dict[str, Any]:
+    """The shipped dbhub config over one test database: dbhub (as pinned here) with two sources from a dbhub.toml
+    in ``directory``, the store and state in ``directory`` too (``gateway`` adds to ``[gateway]``)."""
+    params = dbhub_split_params(database_url, directory)
+    data = tomllib.loads(SHIPPED.read_text(encoding="utf-8"))
+    data["backend"] = {"command": params.command, "args": list(params.args), "connect_timeout_seconds": STARTUP_TIMEOUT}
+    data["gateway"] = {"store": "memory", "state_dir": str(directory / "state"), **gateway}
+    data["rate_limits"] = {"per_caller": {"per_second": 1e9, "burst": 1_000_000_000}}
+    return data
+
+
+def alchemy_gateway_data(database: Path, directory: Path) -> dict[str, Any]:
+    """mcp-alchemy over one SQLite file, wrapped by TOML alone: its ``execute_query {query}`` for reads, measures
+    and writes alike (it has no read-only tool), answering text."""
+    return {
+        "gateway": {"store": "memory", "state_dir": str(directory / "state")},
+        "backend": {
+            "command": str(ALCHEMY),
+            "env": {"DB_URL": f"sqlite:///{database}"},
+            "connect_timeout_seconds": STARTUP_TIMEOUT,
+        },
+        "rate_limits": {"per_caller": {"per_second": 1e9, "burst": 1_000_000_000}},
+        "statements": {
+            "lite": {
+                "tool": "execute_query",
+                "argument": "query",
+                "dialect": "sqlite",
+                "answers": "mcp-alchemy",
+                "tables": ["tenants", "rows", "audit_log"],
+            }
+        },
+        "tools": {
+            "query": {"kind": "statement_query", "statements": "lite", "max_rows": 50},
+            "preview_statement": {"kind": "statement_preview", "statements": "lite"},
+            "execute_statement": {"kind": "statement_execute", "preview": "preview_statement"},
+        },
+    }
