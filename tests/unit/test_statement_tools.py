@@ -16,21 +16,11 @@ import pytest
 from gateway.runtime import Gateway
 from tests.support.clients import ERAS, Answers, connect, error_body, error_code, new_key
 from tests.support.sql_double import Switches, config_data, sql_gateway
-from tests.support.sql_servers import SEEDED, counts, sqlite_database
+from tests.support.sql_servers import SEEDED, counts
 
 pytestmark = pytest.mark.anyio
 
 DELETE_B = "DELETE FROM rows WHERE tenant_id = 'tn_b'"
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Path:
-    return sqlite_database(tmp_path / "app.db")
-
-
-@pytest.fixture
-def switches() -> Switches:
-    return Switches()
 
 
 @pytest.fixture
@@ -169,3 +159,14 @@ async def test_a_server_that_lies_about_its_count_is_recorded_and_shown(
         False,
     )
     assert extra["digest"] == plan["digest"] and applied[0].version_before is None
+
+
+def test_the_configs_defaults_are_the_analysis_own() -> None:
+    """gateway.config keeps the statement analysis (and its parsers) unloaded until a config has statements, so it
+    spells two of its facts itself: they must stay the analysis's."""
+    from gateway.config import statements as config
+    from gateway.statements.model import StatementClass
+    from gateway.statements.rules import MAX_LENGTH
+
+    assert config.MAX_LENGTH == MAX_LENGTH
+    assert [str(kind) for kind in StatementClass if kind.writes] == config.CLASSES
