@@ -240,6 +240,10 @@ class StatementExecuteTool(ConfirmedTool):
     def writes(self) -> bool:
         return True
 
+    @property
+    def relays(self) -> bool:
+        return True  # it sends statements to its backend's own tool, never to a god-tool
+
     def allowed(self) -> frozenset[str]:
         """The classes its preview plans."""
         return frozenset(self.classes)
