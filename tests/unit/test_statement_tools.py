@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from gateway.config import load_config
 from gateway.runtime import Gateway
 from tests.support.clients import ERAS, Answers, connect, error_body, error_code, new_key
+from tests.support.processes import ROOT
 from tests.support.sql_double import Switches, config_data, sql_gateway
 from tests.support.sql_servers import SEEDED, counts
 
@@ -170,3 +172,16 @@ def test_the_configs_defaults_are_the_analysis_own() -> None:
 
     assert config.MAX_LENGTH == MAX_LENGTH
     assert [str(kind) for kind in StatementClass if kind.writes] == config.CLASSES
+
+
+def test_the_readme_shows_the_shipped_dbhub_config_as_it_is_and_it_loads() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name in ("gateway.toml", "dbhub.toml"):
+        shipped = (ROOT / "config" / "dbhub" / name).read_text()
+        assert f"```toml\n{shipped}```" in readme, f"the README's copy of config/dbhub/{name} is not the file"
+    config = load_config(ROOT / "config" / "dbhub" / "gateway.toml")
+    assert {name: tool.kind for name, tool in config.tools.items()} == {
+        "query": "statement_query",
+        "preview_statement": "statement_preview",
+        "execute_statement": "statement_execute",
+    }
