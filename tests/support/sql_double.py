@@ -3,8 +3,8 @@ unit tier's stand-in for dbhub (tests/system/sqlservers/ run the real one over P
 
     execute_sql         runs any one statement (sqlite3 runs one statement per call, as mcp-alchemy's driver does)
     execute_sql_reader  runs it on a read-only connection (``mode=ro``), as dbhub's read-only source does
-    Switches            what a dishonest or failing server does: report more rows than it changed, refuse writes;
-                        and every statement each tool was sent, in order
+    Switches            what a dishonest or failing server does: report more rows than it changed, refuse writes,
+                        answer a write in no shape or not at all; and every statement each tool was sent, in order
 
 Its answers are dbhub's (tests/system/sqlservers/test_dbhub.py records them): ``{"success": true, "data":
 {"statements": [{"sql", "rows", "count"}], "source_id"}}``, and ``isError`` with ``{"success": false, "error",
@@ -39,6 +39,9 @@ class Switches:
     extra_count: int = 0
     """Added to the count a write reports: a server that lies about what it changed."""
     refuse_writes: bool = False
+    after_write: str | None = None
+    """What the writing tool does once it committed: ``garble`` (answer text in no shape) or ``drop`` (answer
+    nothing: the call fails as a lost connection does)."""
     sent: list[tuple[str, str]] = field(default_factory=list)
     """(tool, sql) of every call, in order."""
 
@@ -73,6 +76,10 @@ def server(database: Path, switches: Switches) -> Server[Any]:
             rows, count = _run(database, sql, reader)
         except sqlite3.Error as exc:
             return _failed(str(exc))
+        if not reader and switches.after_write == "drop":
+            raise RuntimeError("the connection dropped after the write")
+        if not reader and switches.after_write == "garble":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="done, probably")])
         if not rows:
             count += switches.extra_count
         body = {"success": True, "data": {"statements": [{"sql": sql, "rows": rows, "count": count}], "source_id": "x"}}

@@ -14,11 +14,15 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
+from mcp import Client
 
 from gateway.approvals.lifecycle import approval_id_for
 from gateway.http.app import build_app
+from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp.server import build_server
 from gateway.records import Plan
 from gateway.runtime import Gateway
+from tests.support import tasks
 from tests.support.approvals import TOKENS, PageUser, approvals_section
 from tests.support.clients import ERAS, Answers, connect, error_body, error_code, new_key
 from tests.support.sql_double import Switches, config_data, sql_gateway
@@ -168,3 +172,28 @@ async def test_a_big_delete_runs_once_two_people_approved_it_on_the_page(
     applied = [entry async for entry in gw.store.audit_entries() if entry.outcome == "applied"]
     assert [len(entry.extra["approvers"]) for entry in applied] == [2]
     assert applied[0].extra["statement"] == plan["statement"] and applied[0].extra["rule"] == "big-delete"
+
+
+async def test_a_big_delete_followed_as_a_task_runs_once_after_people_approve_it(
+    gw: Gateway, database: Path, switches: Switches
+) -> None:
+    """The tasks extension (2026-07-28): the url-mode statement is answered with a task, and the gateway runs it
+    itself once the approval is decided."""
+    async with Client(build_server(gw), extensions=[tasks.TasksClient()]) as client:
+        plan = await client.call_tool("preview_statement", {"sql": "DELETE FROM rows WHERE tenant_id = 'tn_a'"})
+        args = {"planId": plan.structured_content["planId"], "idempotencyKey": new_key()}
+        created = await tasks.call(client, "execute_statement", args)
+        assert isinstance(created, dict) and created["resultType"] == "task"
+        await gateway_tasks.resume_due(gw)
+        assert switches.writes() == []
+        app = build_app(gw)
+        for person in ("bob", "carol"):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=PAGE) as http:
+                user = PageUser(http, PAGE)
+                assert (await user.sign_in(person)).status_code == 303
+                await user.decide(approval_id_for(args["planId"]), "approve")
+        await gateway_tasks.resume_due(gw)
+        done = await tasks.get(client, created["taskId"])
+    assert done["status"] == "completed"
+    assert done["result"]["structuredContent"]["rowsReported"] == 5
+    assert switches.writes() == [plan.structured_content["statement"]] and counts(database) == {**SEEDED, "rows": 3}

@@ -185,3 +185,33 @@ def test_the_readme_shows_the_shipped_dbhub_config_as_it_is_and_it_loads() -> No
         "preview_statement": "statement_preview",
         "execute_statement": "statement_execute",
     }
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("after_write", ["drop", "garble"])
+async def test_a_write_whose_answer_is_lost_or_garbled_is_unknown_and_never_sent_again(
+    gw: Gateway, database: Path, switches: Switches, era: str, after_write: str
+) -> None:
+    switches.after_write = after_write
+    plan = (await call(gw, era, "preview_statement", sql=DELETE_B)).structured_content
+    args, key = {"planId": plan["planId"]}, new_key()
+    first = await call(gw, era, "execute_statement", Answers(), **args, idempotencyKey=key)
+    again = await call(gw, era, "execute_statement", Answers(), **args, idempotencyKey=key)
+    assert (error_code(first), error_code(again)) == ("outcome_unknown", "outcome_unknown")
+    assert switches.writes() == [DELETE_B] and counts(database) == {**SEEDED, "rows": 5}
+    unknown = [entry async for entry in gw.store.audit_entries() if entry.outcome == "unknown"]
+    assert len(unknown) == 2 and unknown[0].extra["statement"] == DELETE_B
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_write_the_server_refuses_is_a_backend_error_a_retry_replays(
+    gw: Gateway, database: Path, switches: Switches, era: str
+) -> None:
+    switches.refuse_writes = True
+    plan = (await call(gw, era, "preview_statement", sql=DELETE_B)).structured_content
+    args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+    first = await call(gw, era, "execute_statement", Answers(), **args)
+    again = await call(gw, era, "execute_statement", Answers(), **args)
+    assert (error_code(first), error_code(again)) == ("backend_error", "backend_error")
+    assert error_body(first)["details"] == {"backendMessage": "permission denied"}
+    assert switches.writes() == [DELETE_B] and counts(database) == SEEDED
