@@ -9,8 +9,8 @@
 .ci/setup-sqlservers.sh installs both. Each database gets the same small schema, seeded alike: three tenants
 (``tn_a`` with 5 rows, ``tn_b`` with 3, one of them with a NULL payload, ``tn_p`` protected with none), an
 ``audit_log`` with two entries, and a ``"Tenant Notes"`` table whose quoted, mixed-case name only a quoted
-reference reaches in PostgreSQL. ``counts`` reads how many rows each table holds, so a test can assert that a
-refused statement changed nothing.
+reference reaches in PostgreSQL. ``counts`` reads how many rows each table holds, and ``contents`` everything a
+statement could change (columns, rows, sequences), so a test can assert that a refused statement changed nothing.
 """
 
 from __future__ import annotations
@@ -94,6 +94,32 @@ def counts(database: str | Path) -> dict[str, int]:
         return found
     with psycopg.connect(database, autocommit=True) as connection:
         return {table: _count(connection, table) for table in TABLES}
+
+
+def contents(database: str | Path) -> dict[str, Any]:
+    """Everything a statement could have changed: every table's columns and rows (sorted), the schema's tables,
+    and the sequences' positions (PostgreSQL). Equal before and after a refusal: nothing ran."""
+    if isinstance(database, Path):
+        with sqlite3.connect(database) as lite:
+            found: dict[str, Any] = {
+                "tables": sorted(row[0] for row in lite.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")),
+                **{table: sorted(map(repr, lite.execute(f"SELECT * FROM {table}"))) for table in TABLES},
+            }
+        lite.close()
+        return found
+    with psycopg.connect(database, autocommit=True) as connection:
+        columns = connection.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = 'public' ORDER BY 1, 2"
+        ).fetchall()
+        rows = {
+            table: sorted(map(repr, connection.execute(f"SELECT * FROM {table}".encode()).fetchall()))
+            for table in TABLES
+        }
+        sequences = connection.execute(
+            "SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1"
+        ).fetchall()
+    return {"columns": columns, "sequences": sequences, **rows}
 
 
 def _count(connection: psycopg.Connection[tuple[Any, ...]], table: str) -> int:

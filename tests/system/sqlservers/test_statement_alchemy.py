@@ -12,7 +12,7 @@ import pytest
 
 from gateway.config import parse_config
 from tests.support.clients import Answers, connect, error_body, error_code, new_key, running_gateway
-from tests.support.sql_servers import SEEDED, alchemy_gateway_data, counts
+from tests.support.sql_servers import SEEDED, alchemy_gateway_data, contents, counts
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 async def test_mcp_alchemy_wrapped_reads_previews_runs_once_replays_and_refuses(
     sqlite_file: Path, tmp_path: Path, era: str
 ) -> None:
-    answers, key = Answers(), new_key()
+    answers, key, before = Answers(), new_key(), contents(sqlite_file)
     async with running_gateway(parse_config(alchemy_gateway_data(sqlite_file, tmp_path))) as gw:
 
         async def call(tool: str, reply: Any = None, **arguments: Any) -> Any:
@@ -38,7 +38,7 @@ async def test_mcp_alchemy_wrapped_reads_previews_runs_once_replays_and_refuses(
         assert error_body(refused)["details"]["reason"] == "class_mismatch"
         several = await call("preview_statement", sql="DELETE FROM rows; DELETE FROM tenants")
         assert error_body(several)["details"]["reason"] == "several_statements"
-        assert counts(sqlite_file) == SEEDED
+        assert contents(sqlite_file) == before
         plan = (
             await call("preview_statement", sql="DELETE FROM rows WHERE payload IS NULL OR tenant_id = 'tn_a'")
         ).structured_content

@@ -19,7 +19,7 @@ import pytest
 from gateway.config import parse_config
 from gateway.runtime import Gateway
 from tests.support.clients import Answers, connect, error_body, error_code, new_key, running_gateway
-from tests.support.sql_servers import counts, dbhub_gateway_data
+from tests.support.sql_servers import contents, counts, dbhub_gateway_data
 
 pytestmark = pytest.mark.anyio
 
@@ -138,12 +138,12 @@ REFUSED = [
 async def test_every_refusal_runs_nothing_and_leaves_the_database_unchanged(
     gw: Gateway, shared_pg_database: str, era: str, tool: str, statement: str, code: str, reason: str | None
 ) -> None:
-    before = counts(shared_pg_database)
+    before = contents(shared_pg_database)
     result = await call(gw, era, tool, Answers(), sql=statement)
     assert error_code(result) == code
     if reason is not None:
         assert error_body(result)["details"]["reason"] == reason
-    assert counts(shared_pg_database) == before
+    assert contents(shared_pg_database) == before
 
 
 async def test_a_declined_write_runs_nothing(gw: Gateway, shared_pg_database: str, era: str) -> None:
