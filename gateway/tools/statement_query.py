@@ -25,7 +25,7 @@ async def query(gw: Gateway, name: str, config: StatementQueryTool, args: dict[s
     statement = analysed(source, config.statements, frozenset({str(READ)}), args["sql"], "read")
     said = await read(gw.backend_for(name), gw.config.backend_of(name), source, statement.text)
     if not said.rows and said.count:
-        raise ToolError(Code.BACKEND_ERROR, "The database answered the read as if it changed rows. Nothing was run.")
+        raise ToolError(Code.BACKEND_ERROR, "The database answered the read as if it changed rows; tell the operator.")
     rows, cut = bounded(said.rows, config.max_rows, config.max_bytes)
     return {"statement": statement.text, "rows": rows, "rowCount": len(rows), "truncated": cut or said.cut}
 

@@ -150,7 +150,7 @@ class StatementCall(ClaimedWrite[StatementExecuteTool]):
     def keep(self, **shown: Any) -> None:
         """Keep more of the statement's facts in this call's audit entry."""
         self.shown = {**self.shown, **shown}
-        self.note(extra=self.facts.extra)
+        self.note(extra={**self.facts.extra, **self.shown})
 
     async def current(self, target: str) -> None:
         """Nothing to read: a statement's target is tables, and its measure needs the statement."""

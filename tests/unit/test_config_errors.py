@@ -177,6 +177,10 @@ CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
         then(statements, setting(execute, classes=["delete", "ddl"])),
         "tools.execute_statement.classes",
     ),
+    "a planned write whose preview is a statement preview": (
+        then(statements, setting(reset, preview="preview_statement")),
+        "tools.reset_tenant.preview",
+    ),
     "the statement tool passed through": (
         then(statements, lambda d: status(d, source="execute_sql")),
         "tools.status.source",
