@@ -53,6 +53,7 @@ async def check(
     report.warnings.extend(warnings)
     report.notes.extend(what_leaves(config))
     report.warnings.extend(config.republished_god_tools())
+    report.warnings.extend(config.statement_warnings())
     report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []

@@ -247,6 +247,16 @@ class GatewayConfig(Model):
             if tool.republishes_god_tool()
         ]
 
+    def statement_warnings(self) -> list[str]:
+        """A warning for each PostgreSQL ``[statements.NAME]`` whose reads and measures run with write access."""
+        return [
+            f"statements.{name}: no read_tool: reads and measuring reads run through {quoted(source.tool, MAX_NAME)}"
+            " with write access, so a function no parser can see into (user-defined, behind a view or a trigger)"
+            " could write; give the server a read-only tool (dbhub: a source with readonly = true)"
+            for name, source in self.statements.items()
+            if source.read_tool is None and source.dialect == "postgres"
+        ]
+
     def backend_sections(self) -> dict[str, BackendSection]:
         """Every backend by name: ``[backend]`` as ``default``, then each ``[backends.NAME]``."""
         single = {DEFAULT_BACKEND: self.backend} if self.backend is not None else {}

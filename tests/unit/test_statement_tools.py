@@ -7,13 +7,14 @@ log of what it was sent (nothing written)."""
 from __future__ import annotations
 
 import sqlite3
+import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gateway.config import load_config
+from gateway.config import load_config, parse_config
 from gateway.runtime import Gateway
 from tests.support.clients import ERAS, Answers, connect, error_body, error_code, new_key
 from tests.support.processes import ROOT
@@ -216,3 +217,11 @@ async def test_a_write_the_server_refuses_is_a_backend_error_a_retry_replays(
     assert (error_code(first), error_code(again)) == ("backend_error", "backend_error")
     assert error_body(first)["details"] == {"backendMessage": "permission denied"}
     assert switches.writes() == [DELETE_B] and counts(database) == SEEDED
+
+
+def test_a_postgresql_source_without_a_read_only_tool_is_warned_about() -> None:
+    data = tomllib.loads((ROOT / "config" / "dbhub" / "gateway.toml").read_text())
+    assert parse_config(data).statement_warnings() == []
+    del data["statements"]["app"]["read_tool"]
+    (warning,) = parse_config(data).statement_warnings()
+    assert warning.startswith("statements.app: no read_tool: ")
