@@ -43,9 +43,9 @@ QUERY_DESCRIPTION = (
     " {bytes} bytes (truncated says when more were left out). Writes are refused here: preview them with {preview}."
 )
 PREVIEW_DESCRIPTION = (
-    "Preview one SQL write (INSERT, UPDATE, DELETE{more}): the gateway classifies it, counts the rows it would"
-    " change, and answers a plan (planId) with the exact statement that would run. Changes nothing. Then call"
-    " {write} with the planId to run it after the user confirms."
+    "Preview one SQL write (INSERT, UPDATE or DELETE; DDL or TRUNCATE only where allowed): the gateway classifies"
+    " it, counts the rows it would change, and answers a plan (planId) with the exact statement that would run."
+    " Changes nothing. Then call {write} with the planId to run it after the user confirms."
 )
 EXECUTE_DESCRIPTION = (
     "Run exactly the statement a {preview} plan states, once, after the user confirms. Takes only planId and"
@@ -203,7 +203,7 @@ class StatementPreviewTool(StatementTool):
     def face(self, name: str, sources: Sources) -> Face:
         self.source(name, sources)
         write = partner(sources, lambda tool: tool.plans_from() == name, "the statement execute tool")
-        description = self.description or PREVIEW_DESCRIPTION.format(more="", write=write)
+        description = self.description or PREVIEW_DESCRIPTION.format(write=write)
         fields, always = self.plan_fields({})
         approval = object_schema(
             {"mode": {"enum": ["form", "typed", "url"]}, "rule": {"type": "string"}, "unevaluable": {"type": "string"}},
