@@ -30,6 +30,7 @@ class Code(StrEnum):
     INVALID_CURSOR = "invalid_cursor"
     FORBIDDEN = "forbidden"
     DENIED = "denied"
+    STATEMENT_REFUSED = "statement_refused"
     RATE_LIMITED = "rate_limited"
     TARGET_NOT_FOUND = "{noun}_not_found"
     TARGET_PROTECTED = "{noun}_protected"
@@ -104,6 +105,11 @@ MEANINGS: dict[Code, Meaning] = {
     Code.DENIED: Meaning(
         "an approval rule denies this write (`details.rule`), e.g. a blast-radius budget is spent",
         "do not retry it; ask an operator",
+    ),
+    Code.STATEMENT_REFUSED: Meaning(
+        "a statement tool refused the SQL before anything ran (`details.reason`: several_statements, unparsable,"
+        " class_mismatch, hidden_write, not_a_read, class_not_allowed, table_not_allowed, function_not_allowed, ...)",
+        "write one plain statement of an allowed class on allowed tables; a write goes to the statement preview tool",
     ),
     Code.RATE_LIMITED: Meaning("the caller's token bucket is empty", "wait `details.retryAfterSeconds`"),
     Code.TARGET_NOT_FOUND: Meaning(

@@ -17,6 +17,9 @@ holds, the tool's own ``confirm`` applies. A condition reads:
                from its issue on, whether it is then applied, its outcome unknown, or left unused) and pass-through
                writes claimed in them, counted in the store (shared by replicas on Redis); a write does not count
                its own plan against itself
+    statement  a statement tool's write (gateway.config.statements): its ``class`` (insert, update, delete, ddl,
+               truncate), ``keyword``, normalised ``text``, ``digest``, the ``tables`` it touches, those it
+               ``written``, the ``functions`` it calls, and the ``rows`` its measure counted; ``{}`` for other tools
 
 A condition that cannot be evaluated for a plan (a field the target lacks, a type mismatch) fails closed: the
 plan gets the strictest of that rule, every later rule and the tool's own ``confirm`` (``STRICTNESS``: form, typed,
@@ -177,6 +180,7 @@ def facts(
     summary: dict[str, Any],
     arguments: dict[str, Any],
     writes: dict[str, dict[str, int]],
+    statement: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a condition reads (see the module docstring)."""
     return {
@@ -186,6 +190,7 @@ def facts(
         "summary": summary,
         "arguments": arguments,
         "writes": writes,
+        "statement": statement or {},
     }
 
 

@@ -10,7 +10,8 @@ An ``isError`` answer from the god-tool is not an exception: it is a ``Reply`` w
 ``client.McpBackend`` is the implementation: an MCP client over stdio or streamable HTTP, or over the SDK's
 in-memory transport (the tests run the legacy server in their own process that way). ``calls`` interprets the
 config's ``Call`` (payload template in, data at a path out) for reads and writes alike; ``reads`` turns the
-read actions into targets, listings and lookups.
+read actions into targets, listings and lookups. ``sql`` sends statements to a statement-executing server's own
+tools (a read, a measure, a write), and ``sql_answers`` reads what such a server answers, by its shape.
 """
 
 from __future__ import annotations

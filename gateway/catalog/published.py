@@ -130,7 +130,7 @@ def publish(
     tool_config = config.tools[name]
     preview = config.preview_for(name)
     enums = {lookup: offered(lookup, lookups[lookup]) for lookup in (preview.enum_lookups() if preview else [])}
-    face = tool_config.face(name, Sources(preview, enums, listings.get(config.backend_of(name), [])))
+    face = tool_config.face(name, Sources(preview, enums, listings.get(config.backend_of(name), []), config))
     hints = face.hints
     tool = types.Tool(
         name=name,

@@ -53,6 +53,7 @@ async def check(
     report.warnings.extend(warnings)
     report.notes.extend(what_leaves(config))
     report.warnings.extend(config.republished_god_tools())
+    report.warnings.extend(config.statement_warnings())
     report.warnings.extend(_weaker_rules(config))
     catalog = None
     explained: list[str] = []
@@ -180,7 +181,7 @@ async def _check_backend(probe: Probe, report: Report) -> None:
     tools = {tool.name: tool for tool in await probe.backend.list_tools()}
     mapped = probe.tools()
     if all(tool.relays for tool in mapped.values()) and not probe.lookups():
-        report.notes.append(f"{key} publishes {len(tools)} tools; only pass-through tools use it")
+        report.notes.append(f"{key} publishes {len(tools)} tools; only tools that relay its own tools use it")
         return
     god = tools.get(section.tool)
     if god is None:

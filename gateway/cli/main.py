@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         logs.configure("error", "text")
         return anyio.run(sessions.run, config, args.revoke, args.person, args.json)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
-    for warning in config.republished_god_tools():
+    for warning in [*config.republished_god_tools(), *config.statement_warnings()]:
         log.warning("%s", warning)
     from gateway.audit.sinks import SinkError
     from gateway.errors import StoreInUse

@@ -5,7 +5,8 @@ A bad file fails at start with one sentence per problem naming the TOML key, for
 gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rules), ``mapping`` (which backend
 call backs which tool), ``kinds`` (what every tool kind's model answers; ``face`` holds what they show a client),
 ``read`` (a read tool), ``planned`` (a planned write's preview and write tools), ``passthrough`` (a backend's own
-tools, published on purpose) and ``identities`` (whether callers and approvers are one identity space, as four eyes
+tools, published on purpose), ``statements`` (a statement-executing server's ``[statements.NAME]`` and its query,
+preview and execute tools) and ``identities`` (whether callers and approvers are one identity space, as four eyes
 needs); ``environ`` reads the secrets the config names by environment variable (or from the file ``VAR_FILE``
 names); this module joins them into ``GatewayConfig``, has each tool check its references, and reads TOML
 (``tomlfile`` writes it, and says what TOML's own error leaves unsaid). The tool models are told apart in one place
@@ -49,6 +50,7 @@ from gateway.config.sections import (
     RateLimits,
     StaticToken,
 )
+from gateway.config.statements import StatementExecuteTool, StatementPreviewTool, StatementQueryTool, StatementSource
 from gateway.config.tomlfile import declared_twice, to_toml, toml_key, toml_value
 from gateway.text import MAX_NAME, quoted
 
@@ -82,6 +84,10 @@ __all__ = [
     "RateLimit",
     "RateLimits",
     "ReadTool",
+    "StatementExecuteTool",
+    "StatementPreviewTool",
+    "StatementQueryTool",
+    "StatementSource",
     "StaticToken",
     "SummaryField",
     "Target",
@@ -108,7 +114,16 @@ DEFAULT_BACKEND = "default"
 """The name of the backend a single ``[backend]`` table configures."""
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 
-ToolConfig = Annotated[ReadTool | PreviewTool | WriteTool | PassthroughTool, Field(discriminator="kind")]
+ToolConfig = Annotated[
+    ReadTool
+    | PreviewTool
+    | WriteTool
+    | PassthroughTool
+    | StatementQueryTool
+    | StatementPreviewTool
+    | StatementExecuteTool,
+    Field(discriminator="kind"),
+]
 """A ``[tools.NAME]`` table, by its ``kind``: every kind's model (the kind registry, gateway.tools.kinds, holds
 each model's kind, and a test holds the two to each other)."""
 TOOL_KINDS = tags_of(get_args(get_args(ToolConfig)[0]))
@@ -127,6 +142,7 @@ class GatewayConfig(Model):
     backend: BackendSection | None = None
     backends: dict[str, BackendSection] = {}
     lookups: dict[str, Lookup] = {}
+    statements: dict[str, StatementSource] = {}
     tools: dict[str, ToolConfig]
 
     @model_validator(mode="after")
@@ -173,6 +189,18 @@ class GatewayConfig(Model):
         return self
 
     @model_validator(mode="after")
+    def _no_statement_tool_republished(self) -> GatewayConfig:
+        for name, tool in self.tools.items():
+            source = tool.relayed(name)
+            if source is None or tool.republishes_god_tool():
+                continue
+            wrappers = self.statement_wrappers(self.backend_of(name), source)
+            if wrappers:
+                why = f"runs the statements that {', '.join(wrappers)} hold to their rules"
+                raise ValueError(f"tools.{name}.source: {god_tool_sentence(source, why)}")
+        return self
+
+    @model_validator(mode="after")
     def _each_backend_tool_decided_once(self) -> GatewayConfig:
         seen: dict[tuple[str, str], str] = {}
         for name, tool in self.tools.items():
@@ -200,6 +228,16 @@ class GatewayConfig(Model):
         ]
         return tools + lookups
 
+    def statement_wrappers(self, backend: str, tool: str) -> list[str]:
+        """The statement tools that send statements to a backend's ``tool`` (as their tool or read tool)."""
+        return [
+            f"tools.{name}"
+            for name, config in self.tools.items()
+            if (source := self.statements.get(config.statements_named() or "")) is not None
+            and tool in (source.tool, source.read_through())
+            and self.backend_of(name) == backend
+        ]
+
     def republished_god_tools(self) -> list[str]:
         """A warning for each tool the operator insists on publishing although it may be a god-tool."""
         return [
@@ -207,6 +245,16 @@ class GatewayConfig(Model):
             "which may be a god-tool; every call is confirmed, keyed and audited"
             for name, tool in self.tools.items()
             if tool.republishes_god_tool()
+        ]
+
+    def statement_warnings(self) -> list[str]:
+        """A warning for each PostgreSQL ``[statements.NAME]`` whose reads and measures run with write access."""
+        return [
+            f"statements.{name}: no read_tool: reads and measuring reads run through {quoted(source.tool, MAX_NAME)}"
+            " with write access, so a function no parser can see into (user-defined, behind a view or a trigger)"
+            " could write; give the server a read-only tool (dbhub: a source with readonly = true)"
+            for name, source in self.statements.items()
+            if source.read_tool is None and source.dialect == "postgres"
         ]
 
     def backend_sections(self) -> dict[str, BackendSection]:

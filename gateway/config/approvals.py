@@ -22,6 +22,16 @@ RULE_VARIABLES: dict[str, Any] = {
     "summary": {},
     "arguments": {},
     "writes": {scope: {"minute": 0, "hour": 0, "day": 0} for scope in ("caller", "tool", "caller_tool", "all")},
+    "statement": {
+        "class": "",
+        "keyword": "",
+        "text": "",
+        "digest": "",
+        "tables": [""],
+        "written": [""],
+        "functions": [""],
+        "rows": 0,
+    },
 }
 """What a rule's condition can read (values here are placeholders for checking a condition names no other)."""
 

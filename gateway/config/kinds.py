@@ -1,8 +1,9 @@
 """What every tool kind's config model answers, and how the kinds that write are confirmed.
 
 A kind's config model is its TOML table: ``ReadTool`` (gateway.config.read), the planned pair ``PreviewTool`` and
-``WriteTool`` (gateway.config.planned), ``PassthroughTool`` (gateway.config.passthrough). The model answers what
-is data about its tool, so that no caller tests its class:
+``WriteTool`` (gateway.config.planned), ``PassthroughTool`` (gateway.config.passthrough), and the statement kinds
+``StatementQueryTool``, ``StatementPreviewTool``, ``StatementExecuteTool`` (gateway.config.statements). The model
+answers what is data about its tool, so that no caller tests its class:
 
     writes, relays                          asks and is recorded like a write; relays a backend's own tool
     default_scopes                          the scopes a caller needs when the tool states none
@@ -13,6 +14,7 @@ is data about its tool, so that no caller tests its class:
     template_names, summary_names,          what a plan it issues holds (a preview): the names a write's payload
     plan_fields, enum_lookups               may use, its numbers, the fields a client sees, the lookups offered
     relayed, republishes_god_tool           the backend tool it relays; the override that lets it be a god-tool
+    statements_named                        the ``[statements.NAME]`` it holds statements to
     backend_action                          what ``check``'s table says it calls
     check_references                        its references, held against the whole config when it loads
 
@@ -53,6 +55,8 @@ class Sources:
     """The names offered of each lookup an input enum reads."""
     listing: Sequence[Tool]
     """The tools of the backend that serves it, as its ``tools/list`` says."""
+    whole: Whole | None = None
+    """The whole config, for a tool whose face names its partners or a top-level table (statements)."""
 
 
 class Whole(Protocol):
@@ -63,6 +67,9 @@ class Whole(Protocol):
 
     @property
     def lookups(self) -> Mapping[str, object]: ...
+
+    @property
+    def statements(self) -> Mapping[str, object]: ...
 
     @property
     def approvals(self) -> ApprovalsSection: ...
@@ -137,6 +144,10 @@ class ToolKind(Model):
 
     def relayed(self, name: str) -> str | None:
         """The backend's own tool it relays when published as ``name``, or None (it calls the god-tool)."""
+        return None
+
+    def statements_named(self) -> str | None:
+        """The ``[statements.NAME]`` whose statements it runs or plans (gateway.config.statements), or None."""
         return None
 
     def republishes_god_tool(self) -> bool:

@@ -173,7 +173,7 @@ class WriteTool(ConfirmedTool):
         reads; then its confirmation (``ConfirmedTool``)."""
         named = whole.tools.get(self.preview)
         available = named.template_names() if named is not None else None
-        if named is None or available is None:
+        if named is None or available is None or named.statements_named() is not None:
             raise ValueError(f"tools.{name}.preview must name a tool of kind 'preview'")
         unknown = names_in(self.call.payload) - available
         if unknown:

@@ -2,8 +2,9 @@
 
 Pure: text and rules in, an analysed statement or a refusal out; no I/O, no MCP. It imports the two parsers
 (pglast for PostgreSQL, sqlglot for SQLite; bench/sqlparsers.py measured the choice), the standard library
-(SQLite's tokenizer through ``sqlite3``, with no database opened) and nothing else of the gateway. A tool kind
-that relays statements, ``inspect`` and the config may import it; it imports none of them.
+(SQLite's tokenizer through ``sqlite3``, with no database opened) and nothing else of the gateway. The statement
+tool kinds (through gateway.backend.sql, which sends what it lets through), ``inspect`` and the config (to read a
+table allow-list, only for a config that has statements) may import it; it imports none of them.
 
     analysis          the entry point: analyse(text, rules) -> Statement, and the order of the checks
     rules             what a config allows: dialect, classes, tables, writing functions, size

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
-from gateway.approvals.policy import decided_by
+from gateway.approvals.policy import Choice, decided_by
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.config import PreviewTool
@@ -41,22 +42,8 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
     arguments = {**args, config.target_input: target_id}
     write_name, write = write_of(gw.config, name)
     choice = await at_preview(gw, write_name, write, caller, target_id, state, summary, arguments)
-    now = gw.clock()
-    plan = Plan(
-        plan_id="pl_" + secrets.token_urlsafe(16),
-        caller=caller,
-        tool=write_name,
-        target=target_id,
-        version=version,
-        arguments=arguments,
-        summary=summary,
-        expires_at=now + config.plan_ttl_seconds,
-        approval=choice.record(),
-    )
-    await gw.store.put_plan(plan, now)
-    gw.metrics.plans.labels(write_name, choice.mode, choice.rule or "(tool)").inc()
-    if choice.unevaluable is not None:
-        gw.metrics.rules_failed_closed.labels(write_name, choice.unevaluable).inc()
+    unissued = Plan("", caller, write_name, target_id, version, arguments, summary, config.plan_ttl_seconds)
+    plan = await issued(gw, unissued, choice)
     return {
         "planId": plan.plan_id,
         **plan.arguments,
@@ -65,6 +52,23 @@ async def preview(gw: Gateway, name: str, config: PreviewTool, args: dict[str, A
         "expiresAt": rfc3339(plan.expires_at),
         "approval": decided_by(choice),
     }
+
+
+async def issued(gw: Gateway, unissued: Plan, choice: Choice) -> Plan:
+    """The plan stored under a new id, expiring ``unissued.expires_at`` seconds (its TTL) from now, with the mode
+    ``choice`` decided for it; counted in the metrics by write tool, mode and rule."""
+    now = gw.clock()
+    plan = replace(
+        unissued,
+        plan_id="pl_" + secrets.token_urlsafe(16),
+        expires_at=now + unissued.expires_at,
+        approval=choice.record(),
+    )
+    await gw.store.put_plan(plan, now)
+    gw.metrics.plans.labels(plan.tool, choice.mode, choice.rule or "(tool)").inc()
+    if choice.unevaluable is not None:
+        gw.metrics.rules_failed_closed.labels(plan.tool, choice.unevaluable).inc()
+    return plan
 
 
 async def effect(

@@ -7,6 +7,7 @@
     driver       what every write shares: the key first, then the claim -> send -> settle skeleton
     planned      a planned write: its steps 4-7 and the hooks the driver calls
     passthrough  a backend's own tool that writes: its arguments stand in for a plan, then the driver
+    statement    a statement preview's plan: its statement analysed again, measured again, then the driver
     unsettled    outcomes (and their audit entries) the store could not take yet, kept until it can
     parts        what the write uses of the running gateway, as one narrow interface
     progress     progress notifications to a client that asked for them

@@ -58,9 +58,11 @@ async def at_preview(
     state: dict[str, Any],
     summary: dict[str, Any],
     arguments: dict[str, Any],
+    statement: dict[str, Any] | None = None,
 ) -> Choice:
-    """The mode the plan of write tool ``name`` will need; a ``deny`` refuses here, with its own audit entry."""
-    choice = await _first_holding(gw, name, tool, target, state, summary, arguments)
+    """The mode the plan of write tool ``name`` will need; a ``deny`` refuses here, with its own audit entry.
+    ``statement``: a statement tool's facts (gateway.approvals.policy)."""
+    choice = await _first_holding(gw, name, tool, target, state, summary, arguments, statement)
     if choice.mode == "deny":
         gw.metrics.denials.labels(name, choice.rule or "(tool)").inc()
         await trail.append(gw.store, entries.denied(gw.clock(), caller, name, target, choice.rule))
@@ -84,12 +86,13 @@ async def _first_holding(
     state: dict[str, Any],
     summary: dict[str, Any],
     arguments: dict[str, Any],
+    statement: dict[str, Any] | None = None,
 ) -> Choice:
     """The first rule that holds for the calling caller (failing closed), else the tool's own ``confirm``; the
     counters are read only when a rule reads them."""
     caller = _caller(gw)
     writes = await counters(gw, caller["id"], name) if counts_writes(tool) else {}
-    choice, _ = choose(tool, facts(caller, name, target, state, summary, arguments, writes))
+    choice, _ = choose(tool, facts(caller, name, target, state, summary, arguments, writes, statement))
     return choice
 
 
@@ -102,13 +105,14 @@ async def tightened_now(
     summary: dict[str, Any],
     arguments: dict[str, Any],
     issued_ago: float | None = None,
+    statement: dict[str, Any] | None = None,
 ) -> Choice:
     """The rules that read the counters (or are marked ``recheck``) decide again, now; the stricter of that and
     ``choice`` wins, and a ``deny`` refuses."""
     if not rechecked(tool):
         return choice
     writes = await counters(call.gw, call.caller, call.name, issued_ago)
-    seen = facts(_caller(call.gw), call.name, target, await state(), summary, arguments, writes)
+    seen = facts(_caller(call.gw), call.name, target, await state(), summary, arguments, writes, statement)
     return _refused_if_denied(call, tightened(choice, tool, seen), "now (its counters moved since its mode was chosen)")
 
 

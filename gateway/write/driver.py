@@ -93,6 +93,10 @@ class ClaimedWrite(AuditedCall, ABC, Generic[ToolT]):
     async def outcome(self, plan: Plan, reply: Reply | None) -> Settlement:
         """Step 9's decision about a sent write's reply (LOST when none came)."""
 
+    def statement_facts(self, plan: Plan) -> dict[str, Any] | None:
+        """What the rules read as ``statement`` (a statement tool's write); None for any other write."""
+        return None
+
     async def tightened(self, plan: Plan, choice: Choice) -> Choice:
         """The rules that read the counters (or are marked ``recheck``) decide again, now, on the target as it
         reads now and without this write's own count; the stricter of that and ``choice`` wins, and a ``deny``
@@ -103,7 +107,15 @@ class ClaimedWrite(AuditedCall, ABC, Generic[ToolT]):
 
         issued_ago = None if self.counted_at is None else self.gw.clock() - self.counted_at
         return await tightened_now(
-            self, self.config, choice, plan.target, state, plan.summary, plan.arguments, issued_ago
+            self,
+            self.config,
+            choice,
+            plan.target,
+            state,
+            plan.summary,
+            plan.arguments,
+            issued_ago,
+            self.statement_facts(plan),
         )
 
 

@@ -9,14 +9,15 @@
 .ci/setup-sqlservers.sh installs both. Each database gets the same small schema, seeded alike: three tenants
 (``tn_a`` with 5 rows, ``tn_b`` with 3, one of them with a NULL payload, ``tn_p`` protected with none), an
 ``audit_log`` with two entries, and a ``"Tenant Notes"`` table whose quoted, mixed-case name only a quoted
-reference reaches in PostgreSQL. ``counts`` reads how many rows each table holds, so a test can assert that a
-refused statement changed nothing.
+reference reaches in PostgreSQL. ``counts`` reads how many rows each table holds, and ``contents`` everything a
+statement could change (columns, rows, sequences), so a test can assert that a refused statement changed nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import tomllib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -95,6 +96,32 @@ def counts(database: str | Path) -> dict[str, int]:
         return {table: _count(connection, table) for table in TABLES}
 
 
+def contents(database: str | Path) -> dict[str, Any]:
+    """Everything a statement could have changed: every table's columns and rows (sorted), the schema's tables,
+    and the sequences' positions (PostgreSQL). Equal before and after a refusal: nothing ran."""
+    if isinstance(database, Path):
+        with sqlite3.connect(database) as lite:
+            found: dict[str, Any] = {
+                "tables": sorted(row[0] for row in lite.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")),
+                **{table: sorted(map(repr, lite.execute(f"SELECT * FROM {table}"))) for table in TABLES},
+            }
+        lite.close()
+        return found
+    with psycopg.connect(database, autocommit=True) as connection:
+        columns = connection.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = 'public' ORDER BY 1, 2"
+        ).fetchall()
+        rows = {
+            table: sorted(map(repr, connection.execute(f"SELECT * FROM {table}".encode()).fetchall()))
+            for table in TABLES
+        }
+        sequences = connection.execute(
+            "SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1"
+        ).fetchall()
+    return {"columns": columns, "sequences": sequences, **rows}
+
+
 def _count(connection: psycopg.Connection[tuple[Any, ...]], table: str) -> int:
     row = connection.execute(f"SELECT count(*) FROM {table}".encode()).fetchone()
     assert row is not None
@@ -134,3 +161,47 @@ async def connected(params: StdioServerParameters, errlog: TextIO) -> AsyncItera
         stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=STARTUP_TIMEOUT
     ) as client:
         yield client
+
+
+SHIPPED = ROOT / "config" / "dbhub" / "gateway.toml"
+"""The copy-paste config for dbhub the README shows: the tests wrap dbhub with it, only its backend's command line
+and dbhub's own DSN changed."""
+
+
+def dbhub_gateway_data(database_url: str, directory: Path, **gateway: Any) -> dict[str, Any]:
+    """The shipped dbhub config over one test database: dbhub (as pinned here) with two sources from a dbhub.toml
+    in ``directory``, the store and state in ``directory`` too (``gateway`` adds to ``[gateway]``)."""
+    params = dbhub_split_params(database_url, directory)
+    data = tomllib.loads(SHIPPED.read_text(encoding="utf-8"))
+    data["backend"] = {"command": params.command, "args": list(params.args), "connect_timeout_seconds": STARTUP_TIMEOUT}
+    data["gateway"] = {"store": "memory", "state_dir": str(directory / "state"), **gateway}
+    data["rate_limits"] = {"per_caller": {"per_second": 1e9, "burst": 1_000_000_000}}
+    return data
+
+
+def alchemy_gateway_data(database: Path, directory: Path) -> dict[str, Any]:
+    """mcp-alchemy over one SQLite file, wrapped by TOML alone: its ``execute_query {query}`` for reads, measures
+    and writes alike (it has no read-only tool), answering text."""
+    return {
+        "gateway": {"store": "memory", "state_dir": str(directory / "state")},
+        "backend": {
+            "command": str(ALCHEMY),
+            "env": {"DB_URL": f"sqlite:///{database}"},
+            "connect_timeout_seconds": STARTUP_TIMEOUT,
+        },
+        "rate_limits": {"per_caller": {"per_second": 1e9, "burst": 1_000_000_000}},
+        "statements": {
+            "lite": {
+                "tool": "execute_query",
+                "argument": "query",
+                "dialect": "sqlite",
+                "answers": "mcp-alchemy",
+                "tables": ["tenants", "rows", "audit_log"],
+            }
+        },
+        "tools": {
+            "query": {"kind": "statement_query", "statements": "lite", "max_rows": 50},
+            "preview_statement": {"kind": "statement_preview", "statements": "lite"},
+            "execute_statement": {"kind": "statement_execute", "preview": "preview_statement"},
+        },
+    }

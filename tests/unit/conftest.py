@@ -67,3 +67,19 @@ async def gw(
         config = gateway_config(profile, db, *profile.seed_demo, state_dir=state, tools=change)
     async with running_gateway(config, clock, backend_in_process=True) as gateway:
         yield gateway
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    """A seeded SQLite file behind the in-process statement-executing server (tests/support/sql_double.py)."""
+    from tests.support.sql_servers import sqlite_database
+
+    return sqlite_database(tmp_path / "app.db")
+
+
+@pytest.fixture
+def switches() -> Any:
+    """How the in-process statement-executing server behaves, and what it was sent."""
+    from tests.support.sql_double import Switches
+
+    return Switches()

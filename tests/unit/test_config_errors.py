@@ -139,10 +139,52 @@ def then(*changes: Callable[[Data], Data]) -> Callable[[Data], Data]:
     return change
 
 
+def statements(data: Data) -> Data:
+    """A statement source ``db`` on the backend, and its query, preview and execute tools."""
+    data["statements"] = {
+        "db": {"tool": "execute_sql", "dialect": "postgres", "answers": "dbhub", "tables": ["tenants"]}
+    }
+    data["tools"]["query"] = {"kind": "statement_query", "statements": "db"}
+    data["tools"]["preview_statement"] = {"kind": "statement_preview", "statements": "db"}
+    data["tools"]["execute_statement"] = {"kind": "statement_execute", "preview": "preview_statement"}
+    return data
+
+
 reset, lists = tool("reset_tenant"), tool("list_tenants")
+execute = tool("execute_statement")
 jwt = {"verifier": "jwt", "resource_url": "https://gw.example.com/mcp"}
 
 CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
+    # gateway/config/statements.py: statement-executing tools
+    "a table listed twice": (
+        then(statements, setting(lambda d: d["statements"]["db"], tables=["tenants", "tenants"])),
+        "statements.db.tables",
+    ),
+    "an allowed table that is no table name": (
+        then(statements, setting(lambda d: d["statements"]["db"], tables=["tenants; x"])),
+        "statements.db",
+    ),
+    "a statement tool naming no statements": (
+        then(statements, setting(tool("query"), statements="nothing")),
+        "tools.query.statements",
+    ),
+    "no class to execute": (then(statements, setting(execute, classes=[])), "tools.execute_statement.classes"),
+    "an execute tool whose preview is no statement preview": (
+        then(statements, setting(execute, preview="query")),
+        "tools.execute_statement.preview",
+    ),
+    "ddl without four eyes to approve it": (
+        then(statements, setting(execute, classes=["delete", "ddl"])),
+        "tools.execute_statement.classes",
+    ),
+    "a planned write whose preview is a statement preview": (
+        then(statements, setting(reset, preview="preview_statement")),
+        "tools.reset_tenant.preview",
+    ),
+    "the statement tool passed through": (
+        then(statements, lambda d: status(d, source="execute_sql")),
+        "tools.status.source",
+    ),
     # gateway/config/__init__.py: references between the tables
     "unknown lookup": (
         setting(lambda d: preview(d)["inputs"]["fixture"], enum_from="nothing"),

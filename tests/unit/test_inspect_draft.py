@@ -175,3 +175,84 @@ def test_a_tool_that_takes_an_action_is_not_drafted_as_a_passthrough() -> None:
     found = examine(tool)
     assert draft("srv", {"transport": "stdio", "command": "srv"}, [found])["tools"] == {}
     assert any("admin: not drafted" in line and '"op"' in line for line in header("srv", [found]))
+
+
+DBHUB_TOOLS = [
+    types.Tool(
+        name="execute_sql",
+        description="Execute SQL queries on the database",
+        input_schema=schema(
+            {"sql": {"type": "string", "description": "SQL to execute (multiple statements separated by ;)"}}
+        ),
+    ),
+    types.Tool(name="search_objects", input_schema=schema({"pattern": {"type": "string"}}), output_schema=schema({})),
+]
+ANSWERED = {
+    "statements.execute_sql.read_tool": None,
+    "statements.execute_sql.dialect": "postgres",
+    "statements.execute_sql.answers": "dbhub",
+    "statements.execute_sql.tables": ["tenants", "rows"],
+    "tools.execute_statement.classes": ["delete"],
+}
+
+
+def test_a_tool_that_executes_sql_is_drafted_as_statement_tools_with_its_decisions_left_to_a_person() -> None:
+    findings = [examine(tool) for tool in DBHUB_TOOLS]
+    assert findings[0].statement is not None and findings[0].statement.argument == "sql"
+    text = to_draft_toml(draft("dbhub", {"command": "dbhub"}, findings), header("dbhub", findings))
+    data = tomllib.loads(text)
+    assert data["statements"]["execute_sql"]["tool"] == "execute_sql"
+    assert data["statements"]["execute_sql"]["argument"] == "sql"
+    assert {name: tool["kind"] for name, tool in data["tools"].items() if name != "search_objects"} == {
+        "query": "statement_query",
+        "preview_statement": "statement_preview",
+        "execute_statement": "statement_execute",
+    }
+    with pytest.raises(ConfigError) as refused:
+        parse_config(data)
+    undecided = {line.strip().split(":")[0] for line in str(refused.value).splitlines()[1:]}
+    assert undecided >= set(ANSWERED)
+    for key, value in ANSWERED.items():
+        section, name, field = key.split(".")
+        if value is None:
+            del data[section][name][field]
+        else:
+            data[section][name][field] = value
+    del data["tools"]["search_objects"]
+    config = parse_config(data)
+    assert config.statements["execute_sql"].dialect == "postgres"
+
+
+@pytest.mark.parametrize(
+    ("tool", "argument"),
+    [
+        (
+            types.Tool(
+                name="execute_query",
+                description="Execute a SQL query",
+                input_schema=schema({"query": {"type": "string"}, "params": {"type": "object"}}),
+            ),
+            "query",
+        ),
+        (
+            types.Tool(
+                name="run", description="Runs a SQL statement", input_schema=schema({"text": {"type": "string"}})
+            ),
+            "text",
+        ),
+        (
+            types.Tool(name="db", input_schema=schema({"statement": {"type": "string", "description": "the SQL"}})),
+            "statement",
+        ),
+        (
+            types.Tool(
+                name="search", description="Search the docs", input_schema=schema({"query": {"type": "string"}})
+            ),
+            None,
+        ),
+        (types.Tool(name="run", description="Runs a job", input_schema=schema({"text": {"type": "string"}})), None),
+    ],
+)
+def test_a_statement_tool_is_told_by_its_argument_or_its_description(tool: types.Tool, argument: str | None) -> None:
+    found = examine(tool).statement
+    assert (found.argument if found is not None else None) == argument

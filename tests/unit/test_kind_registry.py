@@ -29,8 +29,10 @@ def registered() -> list[Kind[Any, Any]]:
 
 
 def configs(tmp: Path) -> list[GatewayConfig]:
-    """The shipped configs, the test backends' and the two-backend one with its pass-through tools."""
+    """The shipped configs (dbhub's statement tools among them), the test backends' and the two-backend one with
+    its pass-through tools."""
     shipped = [load_config(profile.config) for profile in (TENANTS, FLAGS, DATABASES)]
+    shipped.append(load_config(ROOT / "config" / "dbhub" / "gateway.toml"))
     return [*shipped, parse_config(together_data(TENANTS, tmp / "backend.db", state_dir=tmp / "state"))]
 
 

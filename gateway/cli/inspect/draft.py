@@ -7,6 +7,11 @@ pair per destructive action, whose target read is the god-tool's get-like action
 the protection rule, the inputs, the summary numbers, the confirmation message, the payloads and the paths into
 the answers stay TODO. Actions whose verb is unknown are never drafted as calls (they may change things).
 
+A tool that executes the SQL it is given (findings.StatementTool) becomes a ``[statements.NAME]`` table and the
+three statement tools (a bounded query, a preview that measures a write, an execute that runs the plan once):
+the dialect, how the server answers, a read-only tool if it has one, the tables and the classes to allow stay
+TODO.
+
 Every other tool becomes a pass-through entry, and its hints are questions, never decisions: a server's hints are
 its claims, and a hostile one claims ``readOnlyHint: true`` for a tool that flushes a cache. So ``read_only`` and
 ``destructive`` are always TODOs, each showing what the server claims (a tool that claims to be read-only is a read
@@ -65,7 +70,9 @@ def draft(server: str, backend: dict[str, Any], findings: list[ToolFindings]) ->
         )
         data["tools"].update(_god_tool_tools(main.god, noun))
     for found in findings:
-        if found.passable and is_plain(found.name):
+        if found.statement is not None and is_plain(found.name) and is_plain(found.statement.argument):
+            _statement_tools(data, found.name, found.statement.argument)
+        elif found.passable and is_plain(found.name):
             data["tools"][_free_name(_slug(found.name), data["tools"])] = _passthrough(found)
     return data
 
@@ -105,7 +112,7 @@ def to_draft_toml(data: dict[str, Any], comments: list[str]) -> str:
     """TOML a person can edit: one table per tool, its target, inputs and fields as tables of their own."""
     lines = [toml_comment(line) for line in comments]
     for section, body in data.items():
-        entries = body.items() if section in {"tools", "lookups", "backends"} else [(None, body)]
+        entries = body.items() if section in {"tools", "lookups", "backends", "statements"} else [(None, body)]
         for name, entry in entries:
             _table(lines, section if name is None else f"{section}.{toml_key(name)}", entry)
     return "\n".join(lines) + "\n"
@@ -132,6 +139,35 @@ def _god_tool_tools(god: GodTool, noun: str) -> dict[str, Any]:
             tools[f"preview_{name}"] = _preview_tool(action, get, noun)
             tools[name] = _write_tool(action, f"preview_{name}", noun)
     return tools
+
+
+def _statement_tools(data: dict[str, Any], tool: str, argument: str) -> None:
+    """A ``[statements.NAME]`` table for a tool that executes SQL, and its query, preview and execute tools."""
+    statements = data.setdefault("statements", {})
+    name = _free_name(_slug(tool), statements)
+    statements[name] = {
+        "tool": tool,
+        "argument": argument,
+        "read_tool": todo(
+            "a tool of this server that runs statements without write access (dbhub: a read-only source's "
+            "execute_sql_NAME), or delete this key: reads and measures then go to the tool itself"
+        ),
+        "dialect": todo('the database it runs statements on: "postgres" or "sqlite" (no other is analysed)'),
+        "answers": todo('how it answers: "dbhub" (JSON) or "mcp-alchemy" (text)'),
+        "tables": todo('the tables a statement may touch, e.g. ["tenants", "rows"]'),
+    }
+    tools = data["tools"]
+    query, preview, execute = (_free_name(base, tools) for base in ("query", "preview_statement", "execute_statement"))
+    tools[query] = {"kind": "statement_query", "statements": name}
+    tools[preview] = {"kind": "statement_preview", "statements": name}
+    tools[execute] = {
+        "kind": "statement_execute",
+        "preview": preview,
+        "classes": todo(
+            'the classes of write it may run, e.g. ["insert", "update", "delete"] ("ddl" and "truncate" need four '
+            "eyes on the approval page)"
+        ),
+    }
 
 
 def _read_tool(action: str, noun: str) -> dict[str, Any]:

@@ -7,6 +7,11 @@ god-tool (an argument that names an action, and actions of different risk in its
 actions, each classed by its verb (gateway.config.godtool) as ``read``, ``write``, ``destructive`` or
 ``unknown``. A verb none of the lists knows is ``unknown``: such an action is never drafted as a call, since it
 may change things.
+
+A statement-executing tool (``StatementTool``: a string argument that carries SQL) is a god-tool of another
+shape: one argument lists and deletes. It is recognised by its argument (named ``sql``, or named like a query
+or statement and described as SQL) or by its description (it says it executes SQL, or a query or statement,
+and takes one string argument): then the draft wraps it with the statement tool kinds instead of a pass-through.
 """
 
 from __future__ import annotations
@@ -42,6 +47,14 @@ class GodTool:
 
 
 @dataclass(frozen=True)
+class StatementTool:
+    """A tool that executes the SQL it is given in one string argument."""
+
+    argument: str
+    signals: list[str]
+
+
+@dataclass(frozen=True)
 class ToolFindings:
     """One tool, as its definition describes it."""
 
@@ -53,11 +66,12 @@ class ToolFindings:
     god: GodTool | None = None
     action_argument: str | None = None
     """What makes it a god-tool to the gateway, which never publishes it as a pass-through (gateway.config.godtool)."""
+    statement: StatementTool | None = None
 
     @property
     def passable(self) -> bool:
-        """Whether an operator may publish it as a pass-through at all: it takes no action or command argument."""
-        return self.god is None and self.action_argument is None
+        """Whether it is drafted as a pass-through: it takes no action or command argument, and no SQL."""
+        return self.god is None and self.action_argument is None and self.statement is None
 
     @property
     def claims_read_only(self) -> bool:
@@ -79,7 +93,37 @@ def examine(tool: types.Tool) -> ToolFindings:
         free_form=free_form,
         god=_god_tool(tool, properties, free_form),
         action_argument=action_argument(tool.input_schema),
+        statement=statement_tool(tool),
     )
+
+
+SQL_WORDS = re.compile(r"\bsql\b", re.IGNORECASE)
+STATEMENT_ARGUMENTS = ("query", "statement", "stmt")
+RUNS_SQL = re.compile(r"\b(?:execute|run)s?\b[^.]{0,40}\b(?:sql|quer(?:y|ies)|statements?)\b", re.IGNORECASE)
+
+
+def statement_tool(tool: types.Tool) -> StatementTool | None:
+    """The string argument that carries SQL, and what says so; None for a tool that takes none."""
+    properties = tool.input_schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    strings = {
+        name: schema
+        for name, schema in properties.items()
+        if isinstance(name, str) and isinstance(schema, Mapping) and schema.get("type") == "string"
+    }
+    described = SQL_WORDS.search(tool.description or "") is not None
+    for name, schema in strings.items():
+        words = f"{schema.get('title', '')} {schema.get('description', '')}"
+        if "sql" in name.lower():
+            return StatementTool(name, [f"argument {quoted(name, MAX_NAME)} is named for SQL"])
+        if name.lower() in STATEMENT_ARGUMENTS and (SQL_WORDS.search(words) or described):
+            return StatementTool(name, [f"argument {quoted(name, MAX_NAME)} carries what it describes as SQL"])
+    runs = RUNS_SQL.search(tool.description or "")
+    if runs is not None and described and len(strings) == 1:
+        (name,) = strings
+        return StatementTool(name, [f"its description says it runs SQL in argument {quoted(name, MAX_NAME)}"])
+    return None
 
 
 def _stated_hints(annotations: types.ToolAnnotations | None) -> dict[str, bool]:

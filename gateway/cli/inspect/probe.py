@@ -162,6 +162,9 @@ def report(server: str, findings: list[ToolFindings]) -> list[str]:
                 lines.append(f"  action {quoted(action, NAME_CHARS)}: {risk}")
         elif found.action_argument is not None:
             lines.append(f"{name}: takes {found.action_argument}: never passed through (wrap its actions)")
+        elif found.statement is not None:
+            said = "; ".join(found.statement.signals)  # signals quote the names they hold
+            lines.append(f"{name}: EXECUTES STATEMENTS ({said}): drafted as statement query, preview and execute tools")
         elif found.claims_read_only:
             lines.append(f"{name}: claims to be read-only: a read to confirm (drafted with a TODO)")
         else:

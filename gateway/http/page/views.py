@@ -22,7 +22,7 @@ from gateway.identity.person import audited, readable_person
 from gateway.identity.principal import decode, readable
 from gateway.records import TOMBSTONE_SECONDS, Approval
 from gateway.runtime import Gateway
-from gateway.text import escaped, quoted, rfc3339
+from gateway.text import escaped, printable, quoted, rfc3339
 
 FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
     "waiting": ("Waiting", frozenset({Shown.WAITING})),
@@ -126,5 +126,6 @@ def label(where: Shown) -> str:
 
 
 def filters() -> dict[str, Any]:
-    """The filters the templates use beside the text ones (gateway.text)."""
-    return {"requester": requester, "time": time_tag, "label": label, "quoted": quoted}
+    """The filters the templates use beside the text ones (gateway.text); ``printable`` shows a whole text (a
+    statement a person approves), every hidden character spelled out, nothing cut."""
+    return {"requester": requester, "time": time_tag, "label": label, "quoted": quoted, "printable": printable}

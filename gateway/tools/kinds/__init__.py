@@ -9,7 +9,10 @@
     write        a planned write (gateway.write.planned)
     passthrough  a backend's own tool: relayed when it only reads (gateway.tools.passthrough), confirmed and keyed
                  when it writes (gateway.write.passthrough)
-    plans        the planned pair's links, as their models: a write's preview, a preview's write
+    statement_query    a read relayed to a statement-executing server, bounded (gateway.tools.statement_query)
+    statement_preview  a statement write classified and measured: a plan (gateway.tools.statement_preview)
+    statement_execute  a planned statement, run once after a person's yes (gateway.write.statement)
+    plans        the planned pairs' links, as their models: a write's preview, a preview's write
     checking     what a kind's ``check`` step reads a backend through and reports to
 
 A kind's config model (gateway.config) answers what is data about a tool of it (its face, default scopes, hints,

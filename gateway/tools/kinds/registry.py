@@ -4,6 +4,9 @@
     preview      PREVIEW             a plan for a write
     write        WRITE               a planned write
     passthrough  PASSTHROUGH         a backend's own tool: relayed (it only reads) or written (a ``Split``)
+    statement_query    STATEMENT_QUERY    a read relayed to a statement-executing server, bounded
+    statement_preview  STATEMENT_PREVIEW  a statement write classified and measured: a plan
+    statement_execute  STATEMENT_EXECUTE  a planned statement, run once after a person's yes
 
 tests/unit/test_kind_registry.py holds it to every ``kind`` the config accepts (gateway.config.TOOL_KINDS), both
 sides of a split included. A new kind is its config model, its module here and its line in ``KINDS``.
@@ -23,6 +26,9 @@ from gateway.tools.kinds.kind import Entry, Kind, ToolCall
 from gateway.tools.kinds.passthrough import PASSTHROUGH
 from gateway.tools.kinds.preview import PREVIEW
 from gateway.tools.kinds.read import READ
+from gateway.tools.kinds.statement_execute import STATEMENT_EXECUTE
+from gateway.tools.kinds.statement_preview import STATEMENT_PREVIEW
+from gateway.tools.kinds.statement_query import STATEMENT_QUERY
 from gateway.tools.kinds.write import WRITE
 
 KINDS: dict[str, Entry] = {
@@ -30,6 +36,9 @@ KINDS: dict[str, Entry] = {
     "preview": PREVIEW,
     "write": WRITE,
     "passthrough": PASSTHROUGH,
+    "statement_query": STATEMENT_QUERY,
+    "statement_preview": STATEMENT_PREVIEW,
+    "statement_execute": STATEMENT_EXECUTE,
 }
 
 

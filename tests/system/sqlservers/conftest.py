@@ -32,3 +32,10 @@ def sqlite_file(tmp_path: Path) -> Path:
     """A fresh, seeded SQLite file, for mcp-alchemy."""
     _needed(alchemy_missing())
     return sqlite_database(tmp_path / "alchemy.db")
+
+
+@pytest.fixture(scope="module")
+def shared_pg_database(postgres_server: PostgresServer) -> str:
+    """One seeded database for a whole module (its tests snapshot what they assert), for a gateway over dbhub."""
+    _needed(dbhub_missing())
+    return postgres_database(postgres_server.url)
