@@ -1,12 +1,14 @@
-"""The unit tier's shared gateway: one per module and profile, its backend server running in this process."""
+"""The unit tier's shared gateway: one per module and profile, its backend server running in this process; and the
+SDK client's pause between state-only InputRequiredResult rounds, taken out (see ``client_retries_at_once``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client import _input_required
 
 from gateway.config import parse_config
 from gateway.runtime import Gateway
@@ -15,6 +17,18 @@ from tests.support.configs import gateway_config, together_data
 from tests.support.profiles import Profile
 
 ToolsChange = Callable[[Profile, dict[str, Any]], None] | None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def client_retries_at_once() -> Iterator[None]:
+    """A 2026-07-28 client that is answered InputRequiredResult with state only (a url-mode write still waiting for
+    its approval) sleeps before it retries: 50 ms doubling to 250 ms, real time. In this tier the gateway holds each
+    round on the test's clock (gateway.write.ask.page), so those sleeps were the only wait left (about 0.9 s per
+    pending call); here the client retries at once and the rounds, their count and their answers are unchanged.
+    The SDK names the pause in one private constant (doubling 0 keeps it 0); if it is renamed this fails loudly."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_input_required, "_STATE_ONLY_BACKOFF_INITIAL_SECONDS", 0.0)
+        yield
 
 
 @pytest.fixture(scope="module")
