@@ -32,7 +32,7 @@ from gateway.audit.floods import RefusalCounter
 from gateway.backend import Backend, BackendUnavailable, unreachable
 from gateway.backend.client import McpBackend, Opener
 from gateway.backend.reads import TargetReader
-from gateway.catalog.live import LiveCatalog
+from gateway.catalog.live import LIST_WAIT, LiveCatalog
 from gateway.catalog.published import Catalog, PublishedTool, build_catalog, needs
 from gateway.config import GatewayConfig
 from gateway.cursor import CursorCodec
@@ -75,6 +75,11 @@ class Gateway:
     """Delivers approval webhooks in the background (started by open_gateway)."""
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     """How a call waiting on the store pauses (an approval's decision); tests pass one that moves their clock."""
+    list_wait: float = LIST_WAIT
+    """How long a listing waits for a backend still being loaded (gateway.catalog.live); tests shorten it."""
+    listen_read_seconds: float | None = None
+    """How often a listen stream reads the tasks it follows when not READ_SECONDS (gateway.mcp.listen); tests
+    shorten it."""
     served_at: str | None = None
     """The base URL this process serves HTTP at (set by ``serve``), for approval links when none is configured."""
     readers: dict[str, TargetReader] = field(init=False)
@@ -93,7 +98,7 @@ class Gateway:
         self.readers = {name: TargetReader(backend, name) for name, backend in self.backends.items()}
         self.limiter = RateLimiter(self.config, self.store)
         self.cursors = CursorCodec(self.keys)
-        self.live = LiveCatalog(self.config, self.backends, self.readers, self._tools_changed)
+        self.live = LiveCatalog(self.config, self.backends, self.readers, self._tools_changed, self.list_wait)
 
     def start(self, background: TaskGroup) -> None:
         """Load and watch the backends in ``background`` (open_gateway's), where list_changed is sent from too."""
@@ -219,6 +224,7 @@ async def open_gateway(
     opener: Opener | None = None,
     openers: Mapping[str, Opener] | None = None,
     serving: str | None = None,
+    list_wait: float = LIST_WAIT,
 ) -> AsyncIterator[Gateway]:
     """Open the store, every backend's client and the audit stream; close them on exit. Changes no state.
 
@@ -226,7 +232,8 @@ async def open_gateway(
     ``opener`` does so for the one backend of a single-backend config. ``serving`` (``serve`` alone) describes
     this process and takes the store for it before the backends start (Store.serve_from: a SQLite store another
     process serves raises StoreInUse). ``clock`` and ``sleep`` are the gateway's time: tests pass a clock they
-    set and a sleep that moves it on at once."""
+    set and a sleep that moves it on at once, and a test that waits out a backend's listing a shorter
+    ``list_wait``."""
     sections = config.backend_sections()
     if opener is not None:
         if len(sections) != 1:
@@ -255,7 +262,10 @@ async def open_gateway(
             background = await stack.enter_async_context(anyio.create_task_group())
             background.start_soon(notifier.run)
             sinks.attach(store, feed)
-            gw = Gateway(config, backends, store, load_keys(state_dir), clock, metrics, notifier=notifier, sleep=sleep)
+            keys = load_keys(state_dir)
+            gw = Gateway(
+                config, backends, store, keys, clock, metrics, notifier=notifier, sleep=sleep, list_wait=list_wait
+            )
             gw.start(background)
             try:
                 yield gw

@@ -46,16 +46,24 @@ log = logging.getLogger(__name__)
 State = Literal["new", "up", "stale", "down"]
 
 LIST_WAIT = 3.0
-"""How long after a part's load began a listing still waits for it (a stdio child takes a moment to start)."""
+"""How long after a part's load began a listing still waits for it (a stdio child takes a moment to start); a
+test that waits it out passes a shorter one (open_gateway's ``list_wait``)."""
 
 
 class Part:
     """What the published tools need from one backend, and whether they have it now."""
 
     def __init__(
-        self, name: str, config: GatewayConfig, backend: Backend, reader: TargetReader, loaded: Callable[[], None]
+        self,
+        name: str,
+        config: GatewayConfig,
+        backend: Backend,
+        reader: TargetReader,
+        loaded: Callable[[], None],
+        list_wait: float = LIST_WAIT,
     ) -> None:
         self.name = name
+        self.list_wait = list_wait
         self.backend = backend
         self.reader = reader
         self.interval = config.backend_sections()[name].probe_interval_seconds
@@ -89,12 +97,13 @@ class Part:
         return self.up  # as the load left it
 
     async def listable(self, tasks: TaskGroup) -> None:
-        """Give a part being loaded (new, or stale after a failed ping) until LIST_WAIT seconds after its load
-        started to come up before a listing goes on without it; a part that is down is not waited for."""
+        """Give a part being loaded (new, or stale after a failed ping) until ``list_wait`` (LIST_WAIT) seconds
+        after its load started to come up before a listing goes on without it; a part that is down is not waited
+        for."""
         if self.state in ("up", "down"):
             return
         done = self.load(tasks)
-        with anyio.move_on_after(LIST_WAIT - (anyio.current_time() - self._started_at)):
+        with anyio.move_on_after(self.list_wait - (anyio.current_time() - self._started_at)):
             await done.wait()
 
     def load(self, tasks: TaskGroup) -> anyio.Event:
@@ -157,9 +166,12 @@ class LiveCatalog:
         backends: Mapping[str, Backend],
         readers: Mapping[str, TargetReader],
         changed: Callable[[], None] = lambda: None,
+        list_wait: float = LIST_WAIT,
     ) -> None:
         self.config = config
-        self.parts = {name: Part(name, config, backends[name], readers[name], self._rebuild) for name in backends}
+        self.parts = {
+            name: Part(name, config, backends[name], readers[name], self._rebuild, list_wait) for name in backends
+        }
         self.built = Catalog({})
         self._changed = changed
         self._published: frozenset[str] = frozenset()

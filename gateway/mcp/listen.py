@@ -41,7 +41,8 @@ from gateway.protocol import STATELESS_ERA, stateless
 from gateway.runtime import Gateway
 
 READ_SECONDS = POLL_SECONDS * 2
-"""How often a stream reads the tasks it follows (the poll interval tasks/get suggests, pollIntervalMs)."""
+"""How often a stream reads the tasks it follows (the poll interval tasks/get suggests, pollIntervalMs), unless the
+gateway says otherwise (Gateway.listen_read_seconds: tests that wait for a stream shorten it)."""
 MAX_STREAMS_PER_CALLER = 4
 """The most streams one caller holds open on one process at once."""
 MAX_STREAMS = 1024
@@ -133,7 +134,7 @@ async def _stream(
                 following.remove(task_id)
         if gw.closing or not (tools or following):
             break
-        with anyio.move_on_after(READ_SECONDS if following else math.inf):
+        with anyio.move_on_after((gw.listen_read_seconds or READ_SECONDS) if following else math.inf):
             await gw.tools_changed(seen_tools)
         if tools and gw.tools_version != seen_tools and not gw.closing:
             seen_tools = gw.tools_version

@@ -1,5 +1,6 @@
 """Approval rules against real processes: budgets shared by three replicas on Redis, a signed webhook reaching a
-real receiver, approvers deciding from the terminal, and ``check --explain`` naming the rule a plan would hit."""
+real receiver and one that is down holding no call up, approvers deciding from the terminal, and ``check --explain``
+naming the rule a plan would hit."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.approvals.lifecycle import approval_id_for
+from gateway.config import parse_config
 from tests.support.approvals import TOKENS, approvals_section
 from tests.support.asgi import serve_asgi
-from tests.support.clients import Answers, error_body, error_code, new_key, preview
+from tests.support.clients import Answers, connect, error_body, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, http_backend, serve
 from tests.support.profiles import TENANTS
@@ -163,6 +165,28 @@ async def test_a_signed_webhook_reaches_its_receiver_with_the_link(tmp_path: Pat
         {"rowsDeleted": 25, "rowsInserted": 0},
     )
     assert TENANTS.write_count(tmp_path / "backend.db") == 0
+
+
+async def test_a_webhook_that_is_down_holds_no_call_up(tmp_path: Path) -> None:
+    """Nothing listens at the rule's webhook: the call is answered at once and the notifier keeps retrying in the
+    background. The gateway and its backend run in this process; the webhook is a real connection refused."""
+    rules = [{"name": "everything", "when": "true", "mode": "url", "notify": "ops"}]
+
+    def with_rules(tools: dict[str, Any]) -> None:
+        tools[TENANTS.write_tool].update(approval=rules, prompt_timeout_seconds=2)
+
+    db = tmp_path / "backend.db"
+    data = config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path / "state", tools=with_rules)
+    hooks = {"webhooks": {"ops": {"url": f"http://127.0.0.1:{free_port()}/hook"}}}
+    data["approvals"] = {**approvals_section("https://127.0.0.1:8443"), **hooks}
+    async with running_gateway(parse_config(data), backend_in_process=True) as gw:
+        async with connect(gw, "2025-11-25") as client:
+            plan = await preview(client, TENANTS, "tn_search02")
+            pending = await client.call_tool(
+                TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
+            )
+        assert error_code(pending) == "approval_pending" and error_body(pending)["details"]["url"]
+        assert gw.notifier is not None and (gw.notifier.delivered, gw.notifier.failed) == (0, 0)  # still retrying
 
 
 async def test_an_approver_decides_from_the_terminal(tmp_path: Path) -> None:

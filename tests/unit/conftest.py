@@ -1,12 +1,20 @@
-"""The unit tier's shared gateway: one per module and profile, its backend server running in this process."""
+"""The unit tier's shared gateway: one per module and profile, its backend server running in this process.
+
+Two session fixtures take repeated waiting and work out of the SDK client, changing no answer: its pause before
+retrying a state-only InputRequiredResult (``client_retries_at_once``), and its check of the same output schemas
+against the metaschema in every new session (``each_output_schema_checked_once``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
+from mcp.client import _input_required
 
 from gateway.config import parse_config
 from gateway.runtime import Gateway
@@ -15,6 +23,38 @@ from tests.support.configs import gateway_config, together_data
 from tests.support.profiles import Profile
 
 ToolsChange = Callable[[Profile, dict[str, Any]], None] | None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def client_retries_at_once() -> Iterator[None]:
+    """A 2026-07-28 client that is answered InputRequiredResult with state only (a url-mode write still waiting for
+    its approval) sleeps before it retries: 50 ms doubling to 250 ms, real time. In this tier the gateway holds each
+    round on the test's clock (gateway.write.ask.people), so those sleeps were the only wait left (about 0.9 s per
+    pending call); here the client retries at once and the rounds, their count and their answers are unchanged.
+    The SDK names the pause in one private constant (doubling 0 keeps it 0); if it is renamed this fails loudly."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_input_required, "_STATE_ONLY_BACKOFF_INITIAL_SECONDS", 0.0)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def each_output_schema_checked_once() -> Iterator[None]:
+    """Before a new SDK client session validates a tool's first result, it checks the tool's output schema against
+    the metaschema (2-3 ms a schema), and this tier opens hundreds of sessions over the same few schemas: about 530
+    checks, 1.4 s of CPU a run. The check is a pure function of the schema, so one that passed is not checked
+    again; one that fails is checked, and fails, every time."""
+    passed: set[str] = set()
+    check = Draft202012Validator.check_schema
+
+    def check_once(cls: type[Draft202012Validator], schema: Any, *args: Any, **kwargs: Any) -> None:
+        key = json.dumps(schema, sort_keys=True, default=repr)
+        if key not in passed:
+            check(schema, *args, **kwargs)
+            passed.add(key)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Draft202012Validator, "check_schema", classmethod(check_once))
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """Approval by risk: ordered CEL rules choose each plan's mode at preview time, budgets count writes, approvers
-decide in batches, webhooks never hold a call up. In process, through real previews and writes in both eras."""
+decide in batches. In process, through real previews and writes in both eras (a webhook that is down, a socket:
+tests/system/test_approval_rules.py)."""
 
 from __future__ import annotations
 
@@ -192,19 +193,6 @@ async def test_a_batch_approval_of_five_plans_applies_five_writes_each_audited(t
         assert sorted(entry.extra["approval"] for entry in decisions) == sorted(chosen)
         assert "gateway_approvals_pending 0.0" in metrics
         assert 'gateway_approval_decision_seconds_count{decision="approved"} 5.0' in metrics
-
-
-async def test_a_webhook_that_is_down_holds_no_call_up(tmp_path: Path, free_tcp_port: int) -> None:
-    rules = [{"name": "everything", "when": "true", "mode": "url", "notify": "ops"}]
-    hooks = {"webhooks": {"ops": {"url": f"http://127.0.0.1:{free_tcp_port}/hook"}}}
-    async with running_gateway(config(tmp_path, rules, **hooks), backend_in_process=True) as gw:
-        async with connect(gw, "2025-11-25") as client:
-            plan = await preview(client, TENANTS, "tn_search02")
-            pending = await client.call_tool(
-                TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
-            )
-        assert error_code(pending) == "approval_pending" and error_body(pending)["details"]["url"]
-        assert gw.notifier is not None and (gw.notifier.delivered, gw.notifier.failed) == (0, 0)  # still retrying
 
 
 def test_a_rule_that_does_not_compile_stops_the_config_naming_its_key(tmp_path: Path) -> None:

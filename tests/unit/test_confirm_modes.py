@@ -20,7 +20,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(scope="module")
 def tools_change() -> ToolsChange:
     def typed(profile: Profile, tools: dict[str, Any]) -> None:
-        tools[profile.write_tool].update(confirm="typed", prompt_timeout_seconds=1)
+        # Short, since one test waits it out; an answer in this process still comes back far sooner.
+        tools[profile.write_tool].update(confirm="typed", prompt_timeout_seconds=0.5)
 
     return typed
 

@@ -30,6 +30,9 @@ pytestmark = pytest.mark.anyio
 
 HEALTHY_SECONDS = 5.0
 """How long a healthy backend's call may take here, loaded machine included."""
+LIST_WAIT = 0.5
+"""How long a listing waits here for a backend being loaded (the gateway's is 3 s): far less than the hung
+listing's 60 s timeout, as the shipped one is, without waiting 3 s of real time."""
 READ_ONLY = {"read_only": True, "destructive": False, "idempotent": True, "open_world": False}
 
 
@@ -42,7 +45,7 @@ def hung_opener(log: Path) -> Any:
     return open_client
 
 
-@pytest.fixture(params=[0.3])
+@pytest.fixture(params=[0.1])
 async def three(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Gateway]:
     """Tenants and flags in this process, and a third backend whose tools/list never answers (cut at the list
     timeout the test asks for)."""
@@ -52,13 +55,13 @@ async def three(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
     config = parse_config(data)
     openers = {name: opener_for(config.backend_sections()[name]) for name in ("tenants", "flags")}
     openers["hung"] = hung_opener(tmp_path / "heard.jsonl")
-    async with open_gateway(config, openers=openers) as gw:
+    async with open_gateway(config, openers=openers, list_wait=LIST_WAIT) as gw:
         yield gw
 
 
 @pytest.mark.parametrize("three", [60.0], indirect=True)
 async def test_a_backend_whose_tools_list_hangs_stalls_no_other_backend(three: Gateway) -> None:
-    # The client lists the tools first: that listing gives the hung backend LIST_WAIT seconds, once, not 60.
+    # The client lists the tools first: that listing gives the hung backend the gateway's list wait, once, not 60.
     async with connect(three, "2025-11-25") as client:
         with anyio.fail_after(HEALTHY_SECONDS):  # far less than the hung listing's timeout, first call included
             page = await client.call_tool(TENANTS.list_tool, {})
@@ -88,7 +91,7 @@ async def test_readiness_names_the_backend_whose_tools_list_hangs(three: Gateway
 
 
 async def test_a_hung_tools_list_is_cut_at_the_backends_list_timeout(tmp_path: Path) -> None:
-    section = BackendSection(command="unused", list_timeout_seconds=0.3)
+    section = BackendSection(command="unused", list_timeout_seconds=0.1)
     async with McpBackend(section, opener=hung_opener(tmp_path / "heard.jsonl")) as backend:
         with anyio.fail_after(10), pytest.raises(BackendUnavailable):
             await backend.list_tools()

@@ -52,6 +52,7 @@ async def world(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
     data["http"] = {"allowed_origins": [PAGE]}
     clock = Clock()
     async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
+        gw.listen_read_seconds = 0.05  # a stream hears a change this soon, instead of a second of real time
         yield World(gw, db, clock, build_app(gw))
 
 
