@@ -49,6 +49,8 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from gateway.approvals.lifecycle import approval_id_for
+from gateway.catalog.risk import RISK_META
+from gateway.config.risk import contradictions
 from tests.support import browser
 from tests.support.approvals import TOKENS as APPROVERS
 from tests.support.approvals import approvals_section, url_mode
@@ -314,6 +316,10 @@ def check_tools(listed: dict[str, Any]) -> None:
         assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["additionalProperties"] is False
         output = tool["outputSchema"]
         assert output["type"] == "object" and output["additionalProperties"] is False, name
+        # The tool's risk (SEP-2793's fields) reaches the TypeScript client under _meta, and agrees with the hints.
+        risk = tool["_meta"][RISK_META]
+        assert risk["category"] == ("read" if hints["readOnlyHint"] else "destroy"), name
+        assert contradictions(annotations, risk) == [], name
     assert tools[TENANTS.list_tool]["outputSchema"]["properties"]["tenants"]["maxItems"] == 50
 
 
