@@ -13,8 +13,10 @@ A url-mode write from a client that declared the extension on its request is ans
                    page decides), so the task shows ``working`` and the answered request is not asked again (the
                    extension asks each input key once: a client that does not deduplicate keys would answer it
                    again at every poll)
-    tasks/cancel   before the decision: the plan is ended (no write can follow) and the task cancelled, with an
-                   audit entry; after it, a write cannot be undone, and the task's status message says so
+    tasks/cancel   before the decision: the plan is ended (no write can follow), its approval ends (cancelled: the
+                   page says so and takes no late decision) and the task is cancelled, with an audit entry; after
+                   it, a write cannot be undone, and the task's status message says so (a tool-approval task:
+                   only after the write's claim)
     resume         every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
                    or whose wait is over, calls the tool again under the task's lock, as the caller that asked
                    (gateway.identity.caller.acting_as): a retry with the same key, so the key's claim decides, and
@@ -42,12 +44,13 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import Field
 
+from gateway.approvals import results
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
 from gateway.audit import entries, trail
 from gateway.identity.caller import acting_as, current_caller
 from gateway.mcp.calls import answer, error_code, outcome_label
 from gateway.protocol import STATELESS_ERA, TASKS_EXTENSION, resuming
-from gateway.records import Approval, Task, next_task_status
+from gateway.records import Approval, Plan, Task, next_task_status
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
 
@@ -188,20 +191,28 @@ async def _link_answered(gw: Gateway, task: Task) -> None:
 
 
 async def cancel_task(gw: Gateway, task: Task, why: str) -> None:
-    """End a task before its decision: its plan is consumed (so no write can follow) and the task is cancelled,
-    with an audit entry. A write already approved, running or done cannot be undone: the task goes on, and its
-    status message says so."""
+    """End a task before its write is claimed: its plan is consumed (atomically against the write's claim of the
+    key and the plan, so either the cancel or the write wins, never both), its approval ends (``cancelled``) and
+    the task is cancelled, with an audit entry naming the target. A write already claimed runs to its outcome: the
+    task goes on, and its status message says the cancel came too late. A task of the tasks extension alone also
+    goes on once people approved (the rule before the tool-approval draft, kept for its clients)."""
     async with gw.store.lock(_lock_name(task)):
         current = await gw.store.get_task(task.task_id)
         if current is None or current.terminal:
             return
         approval = await gw.store.get_approval(current.approval_id)
         now = gw.clock()
-        if approval is not None and state(approval, now) is State.APPROVED:
+        if approval is not None and state(approval, now) is State.APPROVED and not current.tool_approval:
             message = "cancel refused: the write was already approved and cannot be undone; it runs to its outcome"
             await _save(gw, replace(current, message=message, updated_at=now))
             return
-        await gw.store.consume_plan(current.plan_id)  # False when the plan is already gone: nothing can write
+        consumed = await gw.store.consume_plan(current.plan_id)
+        if not consumed and isinstance(await gw.store.get_plan(current.plan_id, now), Plan):
+            message = "cancel refused: the write was already claimed and cannot be undone; it runs to its outcome"
+            await _save(gw, replace(current, message=message, updated_at=now))
+            return
+        if consumed:  # else the plan was gone already (expired, rejected, used): its approval says so itself
+            await results.cancelled(gw.store, current.approval_id, now)
         target = approval.target if approval is not None else None
         await trail.append(gw.store, entries.cancelled(current, now, why, target))
         await _save(gw, _moved(current, "cancelled", now, message=f"Nothing was written: {why}."))

@@ -181,6 +181,13 @@ def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approv
             details=_ended(approval, current),
             authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
         )
+    if current is State.CANCELLED:
+        raise ToolError(
+            Code.NOT_CONFIRMED,
+            "The write was cancelled (tasks/cancel) before it ran. Nothing was changed; this plan is used up.",
+            details=_ended(approval, current),
+            authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
+        )
     if current is State.EXPIRED:
         raise ToolError(
             Code.NOT_CONFIRMED,
