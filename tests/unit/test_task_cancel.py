@@ -21,31 +21,21 @@ from gateway.approvals.lifecycle import (
     new_approval,
     state,
 )
-from gateway.config import parse_config
-from gateway.http.app import build_app
 from gateway.mcp import tasks as gateway_tasks
 from gateway.records import KeyRecord, Plan
 from tests.support import tasks
-from tests.support.approvals import TOKENS, PageUser, approvals_section, csrf_of, url_mode
-from tests.support.clients import Clock, new_key, preview, running_gateway
-from tests.support.configs import config_data
+from tests.support.approvals import TOKENS, PageUser, csrf_of
+from tests.support.clients import new_key, preview
 from tests.support.profiles import Profile
-from tests.unit.test_tasks import PAGE, World, agent
+from tests.unit.test_tasks import PAGE, World, agent, world_of
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 async def world(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
-    db = tmp_path / "backend.db"
-    data = config_data(
-        profile, db, *profile.seed_demo, state_dir=tmp_path / "state", tools=url_mode(profile.write_tool)
-    )
-    data["approvals"] = approvals_section(PAGE)
-    data["http"] = {"allowed_origins": [PAGE]}
-    clock = Clock()
-    async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
-        yield World(gw, db, clock, build_app(gw))
+    async for made in world_of(profile, tmp_path):
+        yield made
 
 
 async def test_a_cancelled_task_ends_its_approval_everywhere_and_a_late_approve_is_refused(

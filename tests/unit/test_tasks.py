@@ -44,6 +44,12 @@ class World:
 
 @pytest.fixture
 async def world(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
+    async for made in world_of(profile, tmp_path):
+        yield made
+
+
+async def world_of(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
+    """A gateway whose write waits for people on its page, a caller holding at most two live tasks."""
     db = tmp_path / "backend.db"
     data = config_data(
         profile, db, *profile.seed_demo, state_dir=tmp_path / "state", tools=url_mode(profile.write_tool)

@@ -171,27 +171,21 @@ async def _require_room(request: ApprovalAsk, store: Store, now: float) -> None:
         )
 
 
+ENDED = {
+    State.REJECTED: "The write was rejected on the approval page. Nothing was changed; this plan cannot be used again.",
+    State.CANCELLED: "The write was cancelled (tasks/cancel) before it ran. Nothing was changed; this plan is used up.",
+    State.EXPIRED: "The approval expired before anyone approved. Nothing was changed.",
+}
+"""What an approval that ended without a write says to a call that comes back for it (not_confirmed)."""
+
+
 def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approval:
     if current is State.APPROVED:
         return approval
-    if current is State.REJECTED:
+    if current in ENDED:
         raise ToolError(
             Code.NOT_CONFIRMED,
-            "The write was rejected on the approval page. Nothing was changed; this plan cannot be used again.",
-            details=_ended(approval, current),
-            authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
-        )
-    if current is State.CANCELLED:
-        raise ToolError(
-            Code.NOT_CONFIRMED,
-            "The write was cancelled (tasks/cancel) before it ran. Nothing was changed; this plan is used up.",
-            details=_ended(approval, current),
-            authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
-        )
-    if current is State.EXPIRED:
-        raise ToolError(
-            Code.NOT_CONFIRMED,
-            "The approval expired before anyone approved. Nothing was changed.",
+            ENDED[current],
             details=_ended(approval, current),
             authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
         )
