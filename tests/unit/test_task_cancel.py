@@ -21,7 +21,7 @@ from gateway.approvals.lifecycle import (
     new_approval,
     state,
 )
-from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp import resume as gateway_tasks
 from gateway.records import KeyRecord, Plan
 from tests.support import tasks
 from tests.support.approvals import TOKENS, PageUser, csrf_of

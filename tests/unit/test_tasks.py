@@ -21,7 +21,7 @@ from gateway.approvals.lifecycle import approval_id_for
 from gateway.audit import display
 from gateway.config import parse_config
 from gateway.http.app import build_app
-from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp import resume as gateway_tasks
 from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
 from tests.support import tasks

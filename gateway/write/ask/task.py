@@ -4,6 +4,8 @@ write again itself, as the same caller, once the approval is decided (gateway.mc
 
     wants_task   the client declared the extension on this request (2026-07-28 wire, per-request capabilities),
                  and this call is not the gateway's own resumption of a task
+    wants_tool_approval  it declared the tool-approval extension beside it (the SEP-2848 draft): the task is made,
+                 shown and ended in that draft's shape (gateway.mcp.approval)
     open_task    the approval (made as for any url-mode write) and a task for it, stored before it is answered;
                  a call with the same caller and key while its task is live gets that task again, never a second
 
@@ -22,7 +24,7 @@ from mcp.server import ServerRequestContext
 
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_identity
-from gateway.protocol import TASKS_EXTENSION, resuming, stateless
+from gateway.protocol import TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION, resuming, stateless
 from gateway.records import Task
 from gateway.write.ask import people
 from gateway.write.parts import Parts
@@ -40,8 +42,20 @@ def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
     return capabilities is not None and TASKS_EXTENSION in (capabilities.extensions or {})
 
 
+def wants_tool_approval(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this call, answered with a task, declared the tool-approval extension too."""
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and TOOL_APPROVAL_EXTENSION in (capabilities.extensions or {})
+
+
 async def open_task(
-    gw: Parts, params: types.CallToolRequestParams, request: people.ApprovalAsk, tool: str, max_live: int
+    gw: Parts,
+    params: types.CallToolRequestParams,
+    request: people.ApprovalAsk,
+    tool: str,
+    max_live: int,
+    *,
+    tool_approval: bool = False,
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas
@@ -69,6 +83,8 @@ async def open_task(
             updated_at=now,
             expires_at=approval.expires_at + RESULT_SECONDS,
             identity=current_identity(),
+            status="working" if tool_approval else "input_required",
+            tool_approval=tool_approval,
         )
     )
     if stored.plan_id != plan.plan_id:  # the key's live task is another plan's: the key is not this call's
