@@ -39,6 +39,7 @@ class Code(StrEnum):
     REQUEST_TOO_LARGE = "request_too_large"
     INVALID_CURSOR = "invalid_cursor"
     FORBIDDEN = "forbidden"
+    CALLER_REVOKED = "caller_revoked"
     DENIED = "denied"
     STATEMENT_REFUSED = "statement_refused"
     RATE_LIMITED = "rate_limited"
@@ -171,6 +172,12 @@ MEANINGS: dict[Code, Meaning] = {
     ),
     Code.FORBIDDEN: Meaning(
         "the token lacks a scope the tool needs (`details.missingScopes`)", "get a token with that scope"
+    ),
+    Code.CALLER_REVOKED: Meaning(
+        "a write the gateway made again later for its caller (a task, once people approved) found the caller no longer"
+        " allowed: its token removed from `[auth]`, no longer active or expired, or without the scope"
+        " (`details.reason`); nothing was written, the plan is used up",
+        "get a credential that allows the tool, then preview again",
     ),
     Code.DENIED: Meaning(
         "an approval rule denies this write (`details.rule`), e.g. a blast-radius budget is spent",

@@ -1,9 +1,13 @@
 """Resuming a task: every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
 or whose wait is over, calls the tool again under the task's lock, as the caller that asked
 (gateway.identity.caller.acting_as): a retry with the same key, so the key's claim decides, and any replica, after
-any restart, may do it. Its answer becomes the task's end (gateway.mcp.tasks shows it; a tool-approval task in that
-draft's shape: gateway.mcp.approval), except a refusal that sent nothing and left the key free (``TRY_AGAIN``),
-which is tried again every RETRY_SECONDS.
+any restart, may do it.
+
+The caller is first checked again as if it called now (gateway.identity.standing): one that no longer stands is
+refused with ``caller_revoked``, its plan ended, the refusal audited, and nothing called; its task fails (a
+tool-approval task: a terminal denial). Otherwise the call's answer becomes the task's end (gateway.mcp.tasks shows
+it; a tool-approval task in that draft's shape: gateway.mcp.approval), except an answer that leaves the outcome
+open (``TRY_AGAIN``), which is tried again every RETRY_SECONDS.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from gateway.approvals import results
 from gateway.approvals.lifecycle import State, state
+from gateway.audit import entries, trail
+from gateway.errors import ToolError
 from gateway.identity.caller import acting_as
+from gateway.identity.standing import recheck
 from gateway.mcp import approval as tool_approval
-from gateway.mcp.calls import answer, error_code, outcome_label
+from gateway.mcp.calls import answer, error_code, error_result, outcome_label
 from gateway.mcp.tasks import POLL_SECONDS, lock_name, moved, save
 from gateway.protocol import STATELESS_ERA, resuming
 from gateway.records import Task
@@ -30,6 +38,9 @@ from gateway.runtime import Gateway
 TRY_AGAIN = frozenset({"backend_unavailable", "request_in_progress"})
 """A resumed call's answers that leave the task's outcome open: nothing was sent and the key is free, or another
 call holds the key right now (its outcome will be this key's, replayed at the next try). The task stays."""
+REVOKED = types.INVALID_REQUEST
+"""The JSON-RPC code of a task failed because its caller no longer stands; its data is the refusal's body
+(``caller_revoked``) with its structured denial under ``authorization``, as SEP-2643 puts it on an error."""
 RETRY_SECONDS = 5.0
 """How long a task waits between tries after such a refusal."""
 
@@ -77,10 +88,15 @@ async def resume(gw: Gateway, task: Task) -> None:
         waited_as = current.status
         await save(gw, moved(current, "working", gw.clock(), next_try_at=None))
         current = await gw.store.get_task(task.task_id) or current
+        try:
+            identity = await recheck(gw.config, current.caller, current.identity, current.tool, gw.keys)
+        except ToolError as revoked:
+            await _revoked(gw, current, revoked)
+            return
         params = types.CallToolRequestParams(name=current.tool, arguments=current.arguments)
         token = resuming.set(current.task_id)
         try:
-            with acting_as(current.identity):
+            with acting_as(identity):
                 answered = await answer(gw, _TaskContext.of(current), params)
         except MCPError as err:
             error = {"code": err.code, "message": err.error.message}
@@ -100,6 +116,27 @@ async def resume(gw: Gateway, task: Task) -> None:
             return
         assert isinstance(answered, types.CallToolResult)
         await _end(gw, current, answered, code)
+
+
+async def _revoked(gw: Gateway, task: Task, revoked: ToolError) -> None:
+    """The caller no longer stands: nothing is called, the plan ends (its approval cannot be used by a later call),
+    the approval's page says the write was not applied, the refusal is audited, and the task ends: failed, with
+    the refusal as the error's data (a tool-approval task: a terminal denial, denied-not-executed)."""
+    now = gw.clock()
+    await gw.store.consume_plan(task.plan_id)
+    await results.refused(gw.store, task.plan_id, revoked, now, past_approval=True)
+    approval = await gw.store.get_approval(task.approval_id)
+    target = approval.target if approval is not None else None
+    facts = entries.Facts(task.caller, task.tool, plan_id=task.plan_id, idempotency_key=task.key, target=target)
+    await trail.append(gw.store, entries.refused(facts, now, revoked.wire_code))
+    gw.metrics.calls.labels(task.tool, revoked.wire_code).inc()
+    log.info("task %s of %s: its caller no longer stands (%s)", task.task_id, task.tool, (revoked.details or {}))
+    if task.tool_approval:
+        await _end(gw, task, error_result(revoked), revoked.wire_code)
+        return
+    data = {**revoked.body(), "authorization": revoked.authorization}
+    error = {"code": REVOKED, "message": revoked.message, "data": data}
+    await save(gw, moved(task, "failed", now, error=error, message=revoked.message))
 
 
 async def _end(gw: Gateway, task: Task, answered: types.CallToolResult, code: str | None) -> None:

@@ -45,9 +45,10 @@ from gateway.approvals import results
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
 from gateway.audit import entries, trail
 from gateway.identity.caller import current_caller
+from gateway.identity.standing import CREDENTIAL
 from gateway.mcp import approval as tool_approval
 from gateway.protocol import TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION
-from gateway.records import Approval, Plan, Task, next_task_status
+from gateway.records import TERMINAL, Approval, Plan, Task, next_task_status
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
 
@@ -219,6 +220,9 @@ async def cancel_task(gw: Gateway, task: Task, why: str) -> None:
 
 
 def moved(task: Task, status: str, now: float, **changes: Any) -> Task:
+    """The task in its next status; one that ends drops what it kept of its caller's credential."""
+    if status in TERMINAL:
+        changes.setdefault("identity", {key: value for key, value in task.identity.items() if key != CREDENTIAL})
     return replace(task, status=next_task_status(task, status), updated_at=now, **changes)
 
 

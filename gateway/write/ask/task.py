@@ -9,9 +9,10 @@ write again itself, as the same caller, once the approval is decided (gateway.mc
     open_task    the approval (made as for any url-mode write) and a task for it, stored before it is answered;
                  a call with the same caller and key while its task is live gets that task again, never a second
 
-A task is bound to its caller: who asked (the token's client, issuer, subject and scopes, never the token) is kept
-with it, to act as when the call is resumed; another caller's ``tasks/get`` finds nothing. Its outcome is the
-key's outcome: the resumed call is a retry with the same key, so a key that has settled replays.
+A task is bound to its caller: who asked (the token's client, issuer, subject and scopes) is kept with it, to act as
+when the call is resumed, and what is needed to check that the caller still may (a static token's hash, any other
+token sealed with the gateway's key: gateway.identity.standing); another caller's ``tasks/get`` finds nothing. Its
+outcome is the key's outcome: the resumed call is a retry with the same key, so a key that has settled replays.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp.server import ServerRequestContext
 
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_identity
+from gateway.identity.standing import CREDENTIAL, kept
 from gateway.protocol import TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION, resuming, stateless
 from gateway.records import Task
 from gateway.write.ask import people
@@ -56,6 +58,7 @@ async def open_task(
     max_live: int,
     *,
     tool_approval: bool = False,
+    bearer: str | None = None,
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas
@@ -82,7 +85,7 @@ async def open_task(
             created_at=now,
             updated_at=now,
             expires_at=approval.expires_at + RESULT_SECONDS,
-            identity=current_identity(),
+            identity=_identity(gw, bearer),
             status="working" if tool_approval else "input_required",
             tool_approval=tool_approval,
         )
@@ -93,3 +96,11 @@ async def open_task(
             "This idempotencyKey already belongs to a task for another plan. Use a new key for a new plan.",
         )
     return stored
+
+
+def _identity(gw: Parts, bearer: str | None) -> dict[str, Any]:
+    """Who the task acts for, and what it keeps of their credential to check it again when it resumes
+    (gateway.identity.standing: never the token in clear)."""
+    identity = current_identity()
+    credential = kept(gw.config.auth, bearer, gw.keys) if identity else None
+    return {**identity, CREDENTIAL: credential} if credential is not None else identity
