@@ -8,6 +8,8 @@ answers."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from tests.support import tasks
 from tests.support.approvals import PageUser, approvals_section, url_mode
 from tests.support.clients import Clock, error_code, new_key, preview, running_gateway
 from tests.support.configs import config_data
-from tests.support.profiles import Profile
+from tests.support.profiles import TENANTS, Profile
 from tests.unit.test_tasks import PAGE, World
 
 pytestmark = pytest.mark.anyio
@@ -202,3 +204,32 @@ def test_a_call_that_failed_before_its_claim_fails_the_task_and_one_that_may_hav
     status, result, error = tool_approval.ended(error_result(unsent), "internal_error")
     assert (status, result) == ("failed", None)
     assert error == {"code": -32603, "message": "The gateway failed before sending the write; nothing was changed."}
+
+
+async def test_a_rule_that_denies_once_people_approved_ends_the_task_denied_not_executed(tmp_path: Path) -> None:
+    """The rules are decided again under the target's lock before the claim: a ``recheck`` rule that holds now
+    (the tenant was renamed out of band while people decided) denies, and nothing is written."""
+    db = tmp_path / "backend.db"
+
+    def rules(tools: dict[str, Any]) -> None:
+        url_mode(TENANTS.write_tool)(tools)
+        renamed = {"name": "renamed", "when": 'target.name == "gone"', "mode": "deny", "recheck": True}
+        tools[TENANTS.write_tool]["approval"] = [renamed]
+
+    data = config_data(TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path / "state", tools=rules)
+    data["approvals"] = approvals_section(PAGE)
+    data["http"] = {"allowed_origins": [PAGE]}
+    clock = Clock()
+    async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
+        world = World(gw, db, clock, build_app(gw))
+        async with agent(world) as client:
+            created, approval_id = await started(client, TENANTS)
+            with sqlite3.connect(db) as conn:
+                conn.execute("UPDATE tenants SET name = 'gone' WHERE id = ?", (TENANTS.main,))
+            before = TENANTS.write_count(db), TENANTS.snapshot(db, TENANTS.main)
+            await decide(world, approval_id, "approve", "bob")
+            await resume.resume_due(gw)
+            ended = await tasks.get(client, created["taskId"])
+    assert json.loads(ended["result"]["content"][0]["text"])["code"] == "denied"
+    assert ended["result"]["_meta"][DISPOSITION_META] == "denied-not-executed"
+    assert (TENANTS.write_count(db), TENANTS.snapshot(db, TENANTS.main)) == before
