@@ -34,13 +34,14 @@ from starlette.routing import Route
 
 from gateway.approvals.lifecycle import approval_id_for
 from tests.support import tasks
-from tests.support.approvals import TOKENS, approvals_section, url_mode
+from tests.support.approvals import approvals_section, url_mode
 from tests.support.asgi import serve_asgi
 from tests.support.clients import new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, serve
 from tests.support.profiles import TENANTS
 from tests.system.test_auth import ISSUER, KEY, token
+from tests.system.test_tasks import approve
 
 pytestmark = pytest.mark.anyio
 BOTH = ["tenants:read", "tenants:reset"]
@@ -81,13 +82,7 @@ class Gateway:
         return Client(streamable_http_client(self.url, http_client=http), extensions=extensions)
 
     async def approve(self, approval_id: str) -> None:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}") as http:
-            answer = await http.post(
-                f"/approvals/api/{approval_id}",
-                json={"decision": "approve"},
-                headers={"Authorization": f"Bearer {TOKENS['bob']}"},
-            )
-        assert answer.status_code == 200, answer.text
+        await approve(self.port, approval_id)
 
     async def ended(self, task_id: str, seconds: float = 30) -> dict[str, Any]:
         """The task as the store holds it once it ended (read from the store's own file: its caller may no longer

@@ -11,17 +11,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client
 
 from gateway.approvals.lifecycle import approval_id_for
 from tests.support import tasks
-from tests.support.approvals import TOKENS, approvals_section, url_mode
+from tests.support.approvals import approvals_section, url_mode
 from tests.support.clients import new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, serve
 from tests.support.profiles import TENANTS
+from tests.system.test_tasks import approve
 
 pytestmark = pytest.mark.anyio
 SECRET = {**os.environ, "GATEWAY_SECRET_KEY": "tool-approval-tests-secret-key-0123456789abcdef"}
@@ -76,13 +76,7 @@ async def test_a_write_whose_backend_dies_after_committing_ends_outcome_unknown(
     async with serve(config, port, env=SECRET), agent(port) as client:
         created, approval_id = await task_of(client)
         before = TENANTS.write_count(db)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            answer = await http.post(
-                f"/approvals/api/{approval_id}",
-                json={"decision": "approve"},
-                headers={"Authorization": f"Bearer {TOKENS['bob']}"},
-            )
-        assert answer.status_code == 200, answer.text
+        await approve(port, approval_id)
         ended = await tasks.resolved(client, created["taskId"], seconds=60)
     assert ended["status"] == "completed" and ended["result"]["isError"] is True
     assert ended["result"]["_meta"] == {DISPOSITION: "outcome-unknown"}  # no denial: it may have run
