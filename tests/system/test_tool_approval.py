@@ -2,21 +2,25 @@
 draft states that need the clock or a backend that dies mid-write. An approval that nobody decides before its
 plan expires ends the task ``denied-not-executed`` with nothing written; a write the backend commits and then
 dies on ends ``outcome-unknown`` (the tool may have run; the backend's database shows it did), never a denial.
-The client is the Python SDK declaring both extensions (tests/support/tasks.py); the browser-driven flows with
-the TypeScript and fastmcp clients are in tests/system/interop/test_tool_approval_interop.py."""
+A cancelled write's approval shows cancelled to ``approvals list`` and takes no late Approve. The client is the
+Python SDK declaring both extensions (tests/support/tasks.py); the browser-driven flows with the TypeScript and
+fastmcp clients are in tests/system/interop/test_tool_approval_interop.py."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 from mcp import Client
 
 from gateway.approvals.lifecycle import approval_id_for
 from tests.support import tasks
-from tests.support.approvals import approvals_section, url_mode
+from tests.support.approvals import TOKENS, approvals_section, url_mode
 from tests.support.clients import new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, serve
@@ -82,3 +86,26 @@ async def test_a_write_whose_backend_dies_after_committing_ends_outcome_unknown(
     assert ended["result"]["_meta"] == {DISPOSITION: "outcome-unknown"}  # no denial: it may have run
     assert "may have run" in ended["result"]["content"][-1]["text"]
     assert TENANTS.write_count(db) == before + 1  # it did: the backend committed before it died
+
+
+async def test_a_cancelled_write_shows_cancelled_in_approvals_list_and_takes_no_late_approve(tmp_path: Path) -> None:
+    port, db = free_port(), tmp_path / "backend.db"
+    async with serve(gateway(tmp_path, port), port, env=SECRET), agent(port) as client:
+        created, approval_id = await task_of(client)
+        before = TENANTS.write_count(db), TENANTS.snapshot(db, TENANTS.main)
+        await tasks.cancel(client, created["taskId"])
+        env = {**os.environ, "GATEWAY_APPROVER_TOKEN": TOKENS["carol"]}
+        command = [sys.executable, "-m", "gateway", "approvals", "list", "--url", f"http://127.0.0.1:{port}"]
+        listed = await anyio.run_process(command, check=False, env=env)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            late = await http.post(
+                f"/approvals/api/{approval_id}",
+                json={"decision": "approve"},
+                headers={"Authorization": f"Bearer {TOKENS['bob']}"},
+            )
+        ended = await tasks.get(client, created["taskId"])
+    row = next(line for line in listed.stdout.decode().splitlines() if line.startswith(approval_id))
+    assert listed.returncode == 0 and row.split()[1] == "cancelled", listed.stdout
+    assert late.status_code == 409 and late.json()["refused"] == "cancelled"
+    assert ended["status"] == "cancelled"
+    assert (TENANTS.write_count(db), TENANTS.snapshot(db, TENANTS.main)) == before
