@@ -13,11 +13,13 @@
                             than a namespace
     category                read for a tool that changes nothing; destroy for a destructive write; mutate otherwise
     blastRadius             none for a read; item for a planned write (its plan names one target); what the
-                            operator states for a pass-through write, global when unstated
+                            operator states for a pass-through write, global when unstated (and for a statement
+                            write: a statement may touch every row of its tables)
     reversibility           none for a read; none for a destructive write, manual otherwise, unless stated
     sideEffects             what the operator states (an open vocabulary), else none
     approvalRecommendation  none for a tool that never asks; multi when the tool's confirm or any of its rules puts a
-                            write to more than one person or to four eyes; single otherwise
+                            write to more than one person or to four eyes (a statement write: or a class it may run
+                            needs four eyes); single otherwise
     minTrustLevel           what the operator states, else none
 
 A backend's own annotations never enter: a pass-through tool's hints are the operator's (gateway.config.passthrough).

@@ -17,10 +17,13 @@ from gateway.catalog.published import build_catalog
 from gateway.catalog.risk import RISK_META
 from gateway.config import ConfigError, parse_config
 from gateway.config.risk import contradictions
+from gateway.config.statements import StatementExecuteTool
 from tests.support.approvals import approvals_section, url_mode
 from tests.support.clients import Clock, connect, running_gateway
 from tests.support.configs import config_data, together_data
 from tests.support.profiles import TENANTS, Profile
+from tests.support.sql_double import Switches, sql_gateway
+from tests.support.sql_double import config_data as sql_config
 
 pytestmark = pytest.mark.anyio
 LOOKUPS = {"fixtures": {"empty": 0}}
@@ -186,3 +189,33 @@ def test_the_rules_of_agreement_catch_each_contradiction() -> None:
     ]
     assert [field for field, _ in contradictions(read, {"reversibility": "none"})] == ["reversibility"]
     assert [field for field, _ in contradictions(write, {"category": "observe"})] == ["category"]
+
+
+async def test_a_statement_executing_servers_tools_state_their_risk_and_agree_with_their_hints(
+    tmp_path: Path, database: Path, switches: Switches
+) -> None:
+    """A server that runs any SQL it is given: reads are low; its execute tool's reach is not known (a statement
+    may touch every row of its tables), so the worst case, and DDL and TRUNCATE need four eyes: multi."""
+    async with (
+        sql_gateway(sql_config(tmp_path / "state"), database, switches) as gw,
+        connect(gw, "2026-07-28") as client,
+    ):
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, tool in tools.items():
+        assert contradictions(hints_of(tool), published_risk(tool)) == [], name
+    assert published_risk(tools["query"])["category"] == "read"
+    assert {key: published_risk(tools["execute_statement"])[key] for key in WRITE_SEPS} == {
+        "riskLevel": "critical",
+        "category": "destroy",
+        "blastRadius": "global",
+        "reversibility": "none",
+        "approvalRecommendation": "single",
+    }
+
+
+def test_a_statement_tool_that_may_run_ddl_recommends_several_people() -> None:
+    ddl = StatementExecuteTool.model_validate(
+        {"kind": "statement_execute", "preview": "p", "classes": ["delete", "ddl"]}
+    )
+    dml = StatementExecuteTool.model_validate({"kind": "statement_execute", "preview": "p", "four_eyes_classes": []})
+    assert (ddl.approval_recommendation(), dml.approval_recommendation()) == ("multi", "single")

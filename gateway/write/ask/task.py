@@ -1,6 +1,6 @@
 """Step 7 of a url-mode write as an MCP task (the tasks extension, ``io.modelcontextprotocol/tasks``): instead of
 holding the request open while people decide, the call is answered with a task at once, and the gateway calls the
-write again itself, as the same caller, once the approval is decided (gateway.mcp.tasks resumes it).
+write again itself, as the same caller, once the approval is decided (gateway.mcp.resume resumes it).
 
     wants_task   the client declared the extension on this request (2026-07-28 wire, per-request capabilities),
                  and this call is not the gateway's own resumption of a task
