@@ -270,13 +270,14 @@ def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
 
 
 def risk_table(catalog: dict[str, PublishedTool]) -> str:
-    """Each published tool's risk as its ``_meta`` carries it (gateway.catalog.risk; SEP-2793's fields)."""
+    """Each published tool's risk as its ``_meta`` carries it (gateway.catalog.risk; SEP-2793's fields), each line
+    led by ``risk`` so that a line led by a tool's name is still its row of the tool table."""
     rows: list[tuple[str, ...]] = [
-        ("tool", "risk", "category", "blast radius", "reversibility", "approval", "side effects")
+        ("risk", "tool", "level", "category", "blast radius", "reversibility", "approval", "side effects")
     ]
     for tool in catalog.values():
         risk = (tool.tool.meta or {}).get(RISK_META, {})
         shown = ("riskLevel", "category", "blastRadius", "reversibility", "approvalRecommendation")
         effects = ", ".join(risk.get("sideEffects", [])) or "-"
-        rows.append((tool.name, *(str(risk.get(name, "-")) for name in shown), effects))
+        rows.append(("risk", tool.name, *(str(risk.get(name, "-")) for name in shown), effects))
     return columns(rows)
