@@ -8,20 +8,24 @@ fastmcp clients are in tests/system/interop/test_tool_approval_interop.py."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from gateway.approvals.lifecycle import approval_id_for
 from tests.support import tasks
 from tests.support.approvals import TOKENS, approvals_section, url_mode
-from tests.support.clients import new_key, preview
+from tests.support.clients import error_body, error_code, new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, serve
 from tests.support.profiles import TENANTS
@@ -31,6 +35,7 @@ pytestmark = pytest.mark.anyio
 SECRET = {**os.environ, "GATEWAY_SECRET_KEY": "tool-approval-tests-secret-key-0123456789abcdef"}
 DISPOSITION = "io.modelcontextprotocol/tool-approval-disposition"
 AUTHORIZATION = "io.modelcontextprotocol/authorization"
+BOTH = ["tenants:read", "tenants:reset"]
 
 
 def gateway(tmp: Path, port: int, *backend_args: str, plan_seconds: int = 600) -> Path:
@@ -109,3 +114,38 @@ async def test_a_cancelled_write_shows_cancelled_in_approvals_list_and_takes_no_
     assert late.status_code == 409 and late.json()["refused"] == "cancelled"
     assert ended["status"] == "cancelled"
     assert (TENANTS.write_count(db), TENANTS.snapshot(db, TENANTS.main)) == before
+
+
+async def test_a_four_eyes_write_names_how_many_must_approve_and_that_the_caller_cannot(tmp_path: Path) -> None:
+    """Over HTTP with a static token, for a client that declares neither extension (both eras): approval_pending's
+    structured denial says one more person must approve, and not the caller."""
+    port, db = free_port(), tmp_path / "backend.db"
+    config = gateway(tmp_path, port)
+    data = tomllib.loads(config.read_text())
+    data["tools"][TENANTS.write_tool].update(four_eyes=True, approvers=2)
+    alice = hashlib.sha256(b"alice-token-0123456789").hexdigest()
+    data["auth"] = {
+        "verifier": "static",
+        "resource_url": f"http://127.0.0.1:{port}/mcp",
+        "tokens": [{"sha256": alice, "client_id": "alice", "subject": "alice", "scopes": BOTH}],
+    }
+    write_toml(data, config)
+    pending = []
+    async with serve(config, port, env=SECRET):
+        for mode in ("legacy", "auto"):
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer alice-token-0123456789"}, timeout=60)
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+                plan = await preview(client, TENANTS)
+                args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+                pending.append(await client.call_tool(TENANTS.write_tool, args))
+    for answer in pending:
+        assert error_code(answer) == "approval_pending"
+        [people] = [
+            hint
+            for hint in (answer.meta or {})[AUTHORIZATION]["remediationHints"]
+            if hint["type"] == "mcp-safety-gateway/approval"
+        ]
+        assert (people["approversNeeded"], people["approvedSoFar"], people["callerMayApprove"]) == (2, 0, False)
+        assert error_body(answer)["details"]["fourEyes"] is True
+    assert TENANTS.write_count(db) == 0

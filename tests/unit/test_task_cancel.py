@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -116,3 +117,24 @@ def test_a_cancelled_approval_takes_no_decision_and_a_settled_one_is_not_cancell
     rejected = decide(waiting, "bob", "Bob", "reject", 1.0)
     assert cancel(rejected, 5.0) is rejected  # a Reject stands
     assert cancel(waiting, 200.0) is waiting  # an expired approval stays expired
+
+
+async def test_no_claim_is_taken_once_the_plan_and_its_approval_expired(world: World, profile: Profile) -> None:
+    """Expiry and the write's claim exclude each other the same way: the claim checks the plan's expiry (which is
+    the approval's) in its own atomic step, so an approval that expired cannot be carried out by a late claim."""
+    async with agent(world) as client:
+        created, _ = await _started(client, profile)
+    task = await world.gw.store.get_task(created["taskId"])
+    assert task is not None
+    plan = await world.gw.store.get_plan(task.plan_id, world.clock())
+    assert isinstance(plan, Plan)
+    record = KeyRecord(task.caller, task.key, plan_id=task.plan_id, target=profile.main, state="in_flight")
+    assert not (await world.gw.store.claim(record, plan.expires_at, 60)).claimed
+    assert (await world.gw.store.claim(record, plan.expires_at - 1, 60)).claimed  # a moment before: it would
+
+
+async def _started(client: Any, profile: Profile) -> tuple[dict[str, Any], str]:
+    plan = await preview(client, profile)
+    created = await tasks.call(client, profile.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert isinstance(created, dict)
+    return created, plan["planId"]
