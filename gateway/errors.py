@@ -10,6 +10,16 @@ Two codes speak of the target a preview plans a change to, and are spelled with 
 (``target.noun``): ``Code.TARGET_NOT_FOUND`` goes on the wire as ``tenant_not_found`` in the default config and
 as ``database_not_found`` in a gateway whose noun is "database". A ``ToolError`` carries the noun with the code;
 ``wire_code`` is the spelling a client (and the audit) sees.
+
+A refusal whose way out is an authorization (a person's confirmation or approval, a scope, or none that can be had:
+a rule's deny) also carries a structured denial in the shape of SEP-2643 (draft): ``authorization`` is the
+envelope ``{reason, remediation, authorizationContextId?, credentialDisposition?, remediationHints?}``, sent in the
+isError result's ``_meta`` under ``AUTHORIZATION_META`` beside the unchanged code and message (gateway.mcp.calls).
+Its hints say what would let the call through, in the draft's hint types (``url``, ``task``,
+``oauth_authorization_details`` with RFC 9396 ``authorization_details``) and one of the gateway's own
+(``APPROVAL_HINT``: how many people must approve, and whether the caller may be one of them;
+``CONFIRMATION_HINT``: a client that can show a form); clients ignore hint types they do not know. The details of
+such a refusal name the same facts for a reader of the text.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ class Code(StrEnum):
     REQUEST_TOO_LARGE = "request_too_large"
     INVALID_CURSOR = "invalid_cursor"
     FORBIDDEN = "forbidden"
+    CALLER_REVOKED = "caller_revoked"
     DENIED = "denied"
     STATEMENT_REFUSED = "statement_refused"
     RATE_LIMITED = "rate_limited"
@@ -80,6 +91,66 @@ class Code(StrEnum):
 
 NOUN = "{noun}"
 
+AUTHORIZATION_META = "io.modelcontextprotocol/authorization"
+"""SEP-2643: the ``_meta`` key of a structured authorization denial on an isError CallToolResult."""
+APPROVAL_HINT = "mcp-safety-gateway/approval"
+"""The remediation hint naming an approval on the gateway's page: its id, how many people must approve, how many
+have, whether the caller may not be one of them (four eyes), and until when."""
+SCOPE_DETAIL = "mcp-safety-gateway/tool"
+"""The RFC 9396 ``authorization_details`` type of a call of one tool: its ``privileges`` are the scopes it needs."""
+CONFIRMATION_HINT = "mcp-safety-gateway/confirmation"
+"""The remediation hint naming a person's yes in the client: a client that declares form elicitation (the
+``capability`` it needs) is asked in one of ``modes``."""
+AVAILABLE = "available"
+UNAVAILABLE = "unavailable"
+
+
+def authorization_denial(
+    remediation: str,
+    hints: list[dict[str, Any]] | None = None,
+    *,
+    context: str | None = None,
+    credential: str | None = None,
+) -> dict[str, Any]:
+    """A structured authorization denial (SEP-2643): ``remediation`` available or unavailable, the hints that say
+    what would let the call through, a correlation ``context`` (never authority), a ``credential`` disposition."""
+    envelope: dict[str, Any] = {"reason": "insufficient_authorization", "remediation": remediation}
+    if context is not None:
+        envelope["authorizationContextId"] = context
+    if credential is not None:
+        envelope["credentialDisposition"] = credential
+    if hints:
+        envelope["remediationHints"] = hints
+    return envelope
+
+
+def approval_hints(
+    url: str, approval_id: str, expires_at: str, needed: int, approved: int, four_eyes: bool
+) -> list[dict[str, Any]]:
+    """What lets a write waiting on the approval page through: the page (``url``) and who must approve there."""
+    people = {
+        "type": APPROVAL_HINT,
+        "approvalId": approval_id,
+        "approversNeeded": needed,
+        "approvedSoFar": approved,
+        "callerMayApprove": not four_eyes,
+        "expiresAt": expires_at,
+    }
+    return [{"type": "url", "url": url}, people]
+
+
+def scope_hint(tool: str, scopes: list[str], resource: str | None) -> dict[str, Any]:
+    """What lets a call past a missing scope: a token whose grant holds ``scopes`` for ``tool`` (RFC 9396)."""
+    detail: dict[str, Any] = {"type": SCOPE_DETAIL, "identifier": tool, "actions": ["tools/call"], "privileges": scopes}
+    if resource is not None:
+        detail["locations"] = [resource]
+    return {"type": "oauth_authorization_details", "authorization_details": [detail]}
+
+
+def confirmation_hint(modes: list[str]) -> dict[str, Any]:
+    """What lets a write through that needs a person's yes in the client: an elicitation form it can show."""
+    return {"type": CONFIRMATION_HINT, "capability": "elicitation.form", "modes": modes}
+
 
 @dataclass(frozen=True)
 class Meaning:
@@ -101,6 +172,12 @@ MEANINGS: dict[Code, Meaning] = {
     ),
     Code.FORBIDDEN: Meaning(
         "the token lacks a scope the tool needs (`details.missingScopes`)", "get a token with that scope"
+    ),
+    Code.CALLER_REVOKED: Meaning(
+        "a write the gateway made again later for its caller (a task, once people approved) found the caller no longer"
+        " allowed: its token removed from `[auth]`, no longer active or expired, or without the scope"
+        " (`details.reason`); nothing was written, the plan is used up",
+        "get a credential that allows the tool, then preview again",
     ),
     Code.DENIED: Meaning(
         "an approval rule denies this write (`details.rule`), e.g. a blast-radius budget is spent",
@@ -184,6 +261,7 @@ class ToolError(Exception):
         noun: str | None = None,
         next_tool: str | None = None,
         details: dict[str, Any] | None = None,
+        authorization: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         if isinstance(code, Code):
@@ -195,6 +273,8 @@ class ToolError(Exception):
         self.message = message
         self.next_tool = next_tool
         self.details = details
+        self.authorization = authorization
+        """The structured denial (``authorization_denial``) of a refusal whose way out is an authorization."""
 
     def __repr__(self) -> str:
         return f"ToolError(code={self.wire_code!r}, message={self.message!r})"

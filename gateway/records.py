@@ -234,6 +234,9 @@ class Approval:
     result: dict[str, Any] | None = None
     """What became of the write once approved, recorded by the write path (gateway/approvals/results.py):
     ``outcome`` (applied, unknown, backend_error, refused), ``code``, ``version`` after it, ``at``."""
+    cancelled_at: float | None = None
+    """When the caller cancelled the write before it was claimed (``tasks/cancel``): the approval is ended, and
+    no decision is taken after it (gateway/approvals/lifecycle.py)."""
 
 
 @dataclass(frozen=True)
@@ -310,6 +313,9 @@ class Task:
     rev: int = 0
     next_try_at: float | None = None
     """After a resumed call that sent nothing (its backend unreachable): not tried again before this time."""
+    tool_approval: bool = False
+    """The call that made it declared the tool-approval extension (``io.modelcontextprotocol/tool-approval``): the
+    task is shown and ended in that draft's shape (gateway.mcp.approval)."""
 
     @property
     def terminal(self) -> bool:

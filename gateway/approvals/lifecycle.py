@@ -2,10 +2,13 @@
 
 state      pending -> approved   when ``approvers_needed`` distinct people approved, none rejected
            pending -> rejected   when anyone rejected (Reject ends the plan)
+           pending -> cancelled  when the caller cancelled the write (``tasks/cancel``: ``cancel``), which also
+           approved -> cancelled ends the plan; approved only until the write is claimed (gateway.mcp.tasks)
            any     -> expired    once ``expires_at`` passed (the plan's own expiry)
-shown      what the page says: waiting, approved (for the agent's retry), applied, not applied, rejected, expired
+shown      what the page says: waiting, approved (for the agent's retry), applied, not applied, rejected,
+           cancelled, expired
 decide     adds one person's verdict; approving twice is idempotent; a settled approval takes no new
-           verdict; with ``four_eyes`` the caller cannot decide their own write
+           verdict (a cancelled one neither); with ``four_eyes`` the caller cannot decide their own write
 facts      an approval as JSON, the same in a webhook's notice and in the approval page's JSON API
 url        where an approval's page is: the one spelling of a link that reaches prompts, webhooks and the page
 """
@@ -33,6 +36,7 @@ class State(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    CANCELLED = "cancelled"
     EXPIRED = "expired"
 
 
@@ -41,6 +45,7 @@ class Refused(StrEnum):
 
     EXPIRED = "expired"
     SETTLED = "settled"
+    CANCELLED = "cancelled"
     OWN_WRITE = "own_write"
     CHANGED_MIND = "changed_mind"
     NOT_AN_APPROVER = "not_an_approver"
@@ -104,6 +109,8 @@ def state(approval: Approval, now: float) -> State:
     """Where an approval stands now."""
     if any(decision.verdict == "reject" for decision in approval.decisions):
         return State.REJECTED
+    if approval.cancelled_at is not None:
+        return State.CANCELLED
     if len(approved_by(approval)) >= approval.approvers_needed:
         return State.APPROVED
     if now >= approval.expires_at:
@@ -123,6 +130,8 @@ class Shown(StrEnum):
     NOT_APPLIED = "not_applied"
     """Approved, and then refused or failed: the result's outcome and code say how."""
     REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    """The caller cancelled the write (``tasks/cancel``) before it ran: nothing was written."""
     EXPIRED = "expired"
     """Nobody decided in time, or it was approved and not used before the plan expired: nothing was written."""
 
@@ -134,6 +143,8 @@ def shown(approval: Approval, now: float) -> Shown:
         return Shown.WAITING
     if current is State.REJECTED:
         return Shown.REJECTED
+    if current is State.CANCELLED:
+        return Shown.CANCELLED
     if current is State.EXPIRED:
         return Shown.EXPIRED
     result = approval.result
@@ -168,6 +179,8 @@ def decide(approval: Approval, approver: str, name: str, verdict: Literal["appro
     """The approval after one person's verdict; DecisionRefused when the rules do not take it."""
     if not may_decide(approval, approver):
         raise DecisionRefused(Refused.OWN_WRITE)
+    if approval.cancelled_at is not None:
+        raise DecisionRefused(Refused.CANCELLED)
     earlier = next((decision for decision in approval.decisions if decision.approver == approver), None)
     if earlier is not None:
         if earlier.verdict == verdict:
@@ -179,6 +192,14 @@ def decide(approval: Approval, approver: str, name: str, verdict: Literal["appro
     if current is not State.PENDING:
         raise DecisionRefused(Refused.SETTLED)
     return replace(approval, decisions=(*approval.decisions, Decision(approver, name, verdict, now)))
+
+
+def cancel(approval: Approval, now: float) -> Approval:
+    """The approval ended by its caller's cancel: pending or approved (not yet claimed) becomes cancelled; one
+    already rejected, cancelled or expired stays as it is."""
+    if state(approval, now) not in (State.PENDING, State.APPROVED):
+        return approval
+    return replace(approval, cancelled_at=now)
 
 
 def binds(approval: Approval, plan: Plan) -> bool:

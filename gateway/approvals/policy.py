@@ -46,7 +46,7 @@ from typing import Any
 
 from gateway.config import ApprovalRule, ConfirmedTool
 from gateway.config.approvals import compile_condition
-from gateway.errors import Code, ToolError
+from gateway.errors import UNAVAILABLE, Code, ToolError, authorization_denial
 from gateway.records import WRITE_WINDOWS
 
 log = logging.getLogger(__name__)
@@ -118,11 +118,13 @@ def _failed_closed(tool: ConfirmedTool, index: int, own: Choice) -> Choice:
 
 
 def denial(choice: Choice, when: str) -> ToolError:
-    """The refusal of a plan or a write by a ``deny`` rule, naming the rule."""
+    """The refusal of a plan or a write by a ``deny`` rule (a budget spent, say), naming the rule; no
+    authorization lets it through (a structured denial, unavailable)."""
     return ToolError(
         Code.DENIED,
         f"The approval rule {choice.rule!r} denies this write {when}. Nothing was changed; do not retry it.",
         details={"rule": choice.rule},
+        authorization=authorization_denial(UNAVAILABLE),
     )
 
 

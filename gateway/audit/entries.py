@@ -10,7 +10,7 @@
                    repeated           the refusals of one minute counted instead of stored (gateway.audit.floods)
     denied         denied             a ``deny`` rule refused a preview (gateway.write.choice)
     approval       approval           one person's decision on the approval page (gateway.http.page.decisions)
-    cancelled      cancelled          a task cancelled before people decided (gateway.mcp.tasks)
+    cancelled      cancelled          a task cancelled before its write could run (gateway.mcp.tasks)
     trimmed        trimmed            ``audit trim``'s checkpoint (gateway.audit.chain)
 
 A write's call learns its facts as it goes (``Facts``: the plan, the key, the target, versions, the answer and
@@ -56,8 +56,8 @@ OUTCOMES = {
     DENIED: "a `deny` rule refused a preview: no plan was issued (`extra.rule`; `extra.mode` deny). A deny at write"
     " time is `refused` with the code `denied`",
     APPROVAL: "one person's decision on the approval page (`confirmation` approve or reject, `extra.approver`)",
-    CANCELLED: "a url-mode write's task cancelled before people decided: its plan ended, nothing was written"
-    " (`target`, `extra.task`, `extra.why`)",
+    CANCELLED: "a url-mode write's task cancelled before people decided (a tool-approval task: before its write was"
+    " claimed): its plan and its approval ended, nothing was written (`target`, `extra.task`, `extra.why`)",
     TRIMMED: "`audit trim`'s checkpoint: the seq and hash of the last entry it deleted (`extra.trimmed_through`,"
     " `extra.trimmed_head`)",
 }

@@ -1,7 +1,8 @@
 """The published tools: names, annotations, strict input schemas and bounded output schemas, from config.
 
 Each tool's kind answers with its face (gateway.config.kinds: schemas and hints); this module gathers what a face
-is built from, makes its schemas portable and gives it validators. The low-level MCP server validates nothing, so
+is built from, makes its schemas portable and gives it validators; the tool's ``_meta`` carries its risk
+(gateway.catalog.risk). The low-level MCP server validates nothing, so
 each tool carries compiled validators for both directions: a compiled validator (gateway.catalog.schemas) that
 answers valid / not valid, and ``jsonschema`` for what it cannot compile and for the message when a check fails.
 ``fits`` checks one field of a tool's output on its own, so that values from the backend (a version, a summary
@@ -26,6 +27,7 @@ from jsonschema import FormatChecker
 from jsonschema.protocols import Validator
 
 from gateway.catalog import patterns
+from gateway.catalog.risk import RISK_META, risk_of
 from gateway.catalog.schemas import Check, SchemaValidator, compile_check, published
 from gateway.config import GatewayConfig, Limits, ToolConfig
 from gateway.config.face import IDEMPOTENCY_KEY as IDEMPOTENCY_KEY  # named here for the write package
@@ -145,6 +147,7 @@ def publish(
             idempotent_hint=hints.idempotent,
             open_world_hint=hints.open_world,
         ),
+        _meta={RISK_META: risk_of(tool_config, hints)},
     )
     assert tool.output_schema is not None
     formats = FormatChecker()

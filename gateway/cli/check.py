@@ -2,8 +2,9 @@
 
 It validates the file, connects to the backend, confirms the god-tool and its argument names, calls every
 mapped read action (lists, lookups, the target read), checks that every configured path finds a value, and
-prints the published tools. Write actions are never called, and the gateway's own state is never opened: a
-check run beside a live gateway changes nothing (no store, no key file, no recovery).
+prints the published tools, then their risk (gateway.catalog.risk). Write actions are never called, and the
+gateway's own state is never opened: a check run beside a live gateway changes nothing (no store, no key file, no
+recovery).
 
 A write action's name is verified without calling it (gateway.cli.actions): against the god-tool's input schema
 when it enumerates its actions; otherwise, only when the operator asks (``--probe-actions``), by calling the
@@ -27,6 +28,7 @@ from gateway.backend import Backend, BackendUnavailable, OutcomeLost
 from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
+from gateway.catalog.risk import RISK_META
 from gateway.cli import actions
 from gateway.config import GatewayConfig
 from gateway.config.godtool import enumerated
@@ -93,6 +95,8 @@ async def check(
     if catalog is not None:
         out("")
         out(tool_table(catalog, config))
+        out("")
+        out(risk_table(catalog))
         if schemas:
             for tool in catalog.values():
                 out(f"\n{tool.name} inputSchema:\n{json.dumps(tool.tool.input_schema, indent=2)}")
@@ -262,4 +266,18 @@ def tool_table(catalog: dict[str, PublishedTool], config: GatewayConfig) -> str:
                 config.backend_of(tool.name),
             )
         )
+    return columns(rows)
+
+
+def risk_table(catalog: dict[str, PublishedTool]) -> str:
+    """Each published tool's risk as its ``_meta`` carries it (gateway.catalog.risk; SEP-2793's fields), each line
+    led by ``risk`` so that a line led by a tool's name is still its row of the tool table."""
+    rows: list[tuple[str, ...]] = [
+        ("risk", "tool", "level", "category", "blast radius", "reversibility", "approval", "side effects")
+    ]
+    for tool in catalog.values():
+        risk = (tool.tool.meta or {}).get(RISK_META, {})
+        shown = ("riskLevel", "category", "blastRadius", "reversibility", "approvalRecommendation")
+        effects = ", ".join(risk.get("sideEffects", [])) or "-"
+        rows.append(("risk", tool.name, *(str(risk.get(name, "-")) for name in shown), effects))
     return columns(rows)

@@ -160,7 +160,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
     """Serve one MCP connection on stdin/stdout."""
     from mcp.server.stdio import stdio_server
 
-    from gateway.mcp import tasks
+    from gateway.mcp import resume
     from gateway.mcp.server import build_server
     from gateway.runtime import open_gateway
 
@@ -168,7 +168,7 @@ async def serve_stdio(config: GatewayConfig) -> None:
         await recover(gw)
         await gw.settle()
         server = build_server(gw)
-        async with tasks.resumed(gw), approval_page(gw), stdio_server() as (read_stream, write_stream):
+        async with resume.resumed(gw), approval_page(gw), stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -215,7 +215,7 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
 
     from gateway.config.loopback import is_loopback
     from gateway.http.app import build_app
-    from gateway.mcp import tasks
+    from gateway.mcp import resume
     from gateway.runtime import open_gateway
 
     async with open_gateway(config, serving=serving(f"HTTP on http://{host}:{port}/mcp")) as gw:
@@ -233,7 +233,7 @@ async def serve_http(config: GatewayConfig, sock: socket.socket, host: str, port
         uv = Serving(uvicorn_config(app, host=host, port=port, lifespan="on"))
         log.info("gateway listening on http://%s:%d/mcp", host, port)
         stop_quietly_on_sigterm()
-        async with tasks.resumed(gw):
+        async with resume.resumed(gw):
             await uv.serve(sockets=[sock])
 
 

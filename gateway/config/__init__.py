@@ -6,8 +6,9 @@ gateway, identity, HTTP, backends), ``approvals`` (the approval page and its rul
 call backs which tool), ``kinds`` (what every tool kind's model answers; ``face`` holds what they show a client),
 ``read`` (a read tool), ``planned`` (a planned write's preview and write tools), ``passthrough`` (a backend's own
 tools, published on purpose), ``statements`` (a statement-executing server's ``[statements.NAME]`` and its query,
-preview and execute tools) and ``identities`` (whether callers and approvers are one identity space, as four eyes
-needs); ``environ`` reads the secrets the config names by environment variable (or from the file ``VAR_FILE``
+preview and execute tools), ``risk`` (a tool's risk as the operator states it, and the rules that keep it from
+contradicting the tool's hints) and ``identities`` (whether callers and approvers are one identity space, as four
+eyes needs); ``environ`` reads the secrets the config names by environment variable (or from the file ``VAR_FILE``
 names); this module joins them into ``GatewayConfig``, has each tool check its references, and reads TOML
 (``tomlfile`` writes it, and says what TOML's own error leaves unsaid). The tool models are told apart in one place
 only, the kind registry (gateway.tools.kinds).

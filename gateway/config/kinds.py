@@ -15,6 +15,7 @@ answers what is data about its tool, so that no caller tests its class:
     plan_fields, enum_lookups               may use, its numbers, the fields a client sees, the lookups offered
     relayed, republishes_god_tool           the backend tool it relays; the override that lets it be a god-tool
     statements_named                        the ``[statements.NAME]`` it holds statements to
+    stated_risk, approval_recommendation    its risk beyond its hints, and how many people it asks (SEP-2793)
     backend_action                          what ``check``'s table says it calls
     check_references                        its references, held against the whole config when it loads
 
@@ -36,6 +37,7 @@ from pydantic import Field, model_validator
 from gateway.config.approvals import ApprovalRule, ApprovalsSection
 from gateway.config.face import Face
 from gateway.config.identities import space_refusal
+from gateway.config.risk import NOTHING_STATED, Recommendation, StatedRisk
 from gateway.config.sections import AuthSection, Model, RateLimit
 
 if TYPE_CHECKING:  # a backend's listing, for annotations only: the config loads no MCP types
@@ -154,6 +156,15 @@ class ToolKind(Model):
         """Whether the operator insists on publishing a god-tool through it (gateway.config.passthrough)."""
         return False
 
+    def stated_risk(self) -> StatedRisk:
+        """What the config says of its risk beyond its four hints (gateway.config.risk): nothing, unless its kind
+        knows more (a planned write reaches one target) or the operator stated it (a pass-through tool)."""
+        return NOTHING_STATED
+
+    def approval_recommendation(self) -> Recommendation:
+        """How many people its calls are put to: none for a tool that never asks."""
+        return "none"
+
     def check_references(self, name: str, whole: Whole) -> None:
         """Raise ValueError naming the key when something it refers to is not in the config as it needs it."""
         for key, lookup in self.lookups_named().items():
@@ -189,6 +200,15 @@ class ConfirmedTool(ToolKind):
         if len(names) != len(set(names)):
             raise ValueError("every approval rule needs its own name")
         return self
+
+    def approval_recommendation(self) -> Recommendation:
+        """``multi`` when its own confirm or any of its rules puts a write to more than one person or to four
+        eyes (the most a call can meet), else ``single``: every write is confirmed by a person."""
+        if not self.writes:
+            return "none"
+        asks = [(self.approvers, self.four_eyes)] if self.confirm == "url" else []
+        asks += [(rule.approvers, rule.four_eyes) for rule in self.approval if rule.mode == "url"]
+        return "multi" if any(approvers > 1 or four_eyes for approvers, four_eyes in asks) else "single"
 
     def modes(self) -> set[str]:
         """Every confirmation mode a write of this tool can get."""

@@ -7,7 +7,9 @@ stated here, because a hint left out would fall back to the MCP spec's defaults 
 ``destructiveHint: true``, ``idempotentHint: false``, ``openWorldHint: true``) and the gateway publishes no tool
 whose hints nobody decided. The input and output schemas are the backend's, or the ones given here; the
 gateway checks both directions against them. A tool that is not read-only is confirmed and idempotent like a
-planned write (gateway.write.passthrough). Backend tools not listed stay hidden.
+planned write (gateway.write.passthrough). Backend tools not listed stay hidden. What the gateway cannot derive of
+its risk (how far its effect reaches, whether it can be undone: SEP-2793) the operator states in ``risk``; what is
+left out is published as the worst case its hints allow (gateway.catalog.risk), never as the backend claims.
 
 No entry re-publishes a god-tool: one whose source is the god-tool the planned tools wrap is refused when the
 config loads (gateway.config.GatewayConfig), and one whose backend tool takes an action or command argument
@@ -26,6 +28,7 @@ from gateway.config.expressions import names_in
 from gateway.config.face import IDEMPOTENCY_KEY, Face, Hints, Misfit
 from gateway.config.godtool import action_argument
 from gateway.config.kinds import READ_SCOPES, WRITE_SCOPES, ConfirmedTool, Sources
+from gateway.config.risk import NOTHING_STATED, StatedRisk, refusal
 from gateway.text import MAX_NAME, printable, quoted
 
 SPEC_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
@@ -46,6 +49,8 @@ class PassthroughTool(ConfirmedTool):
     approval_ttl_seconds: int = Field(600, ge=10)
     """How long a url-mode call's approval stays open for people to decide (its implied plan lives as long)."""
     unsafe_republish_god_tool: bool = False
+    risk: StatedRisk = NOTHING_STATED
+    """The operator's decisions about its risk (SEP-2793), never the backend's claims (gateway.config.risk)."""
 
     @model_validator(mode="after")
     def _confirmable(self) -> PassthroughTool:
@@ -58,6 +63,9 @@ class PassthroughTool(ConfirmedTool):
             raise ValueError("confirm, approvers and approval rules are for a tool that writes (read_only = false)")
         if "typed" in self.modes() and self.target_argument is None:
             raise ValueError("confirm = 'typed' needs target_argument (the argument the user must type)")
+        contradicted = refusal(self.risk, self.annotations.read_only, self.annotations.destructive)
+        if contradicted is not None:
+            raise ValueError(contradicted)
         for schema, key in ((self.input_schema, "input_schema"), (self.output_schema, "output_schema")):
             if schema is not None and schema.get("type") != "object":
                 raise ValueError(f"{key} must be a JSON Schema of type 'object'")
@@ -74,6 +82,9 @@ class PassthroughTool(ConfirmedTool):
 
     def relayed(self, name: str) -> str | None:
         return self.source_name(name)
+
+    def stated_risk(self) -> StatedRisk:
+        return self.risk
 
     def republishes_god_tool(self) -> bool:
         return self.unsafe_republish_god_tool

@@ -20,6 +20,7 @@ from gateway.config.expressions import MISSING, at_path, names_in
 from gateway.config.face import IDEMPOTENCY_KEY, PLAN_ID, READ_ONLY, Face, Hints, object_schema
 from gateway.config.kinds import WRITE_SCOPES, ConfirmedTool, Sources, ToolKind, Whole
 from gateway.config.mapping import Call, InputField, SummaryField, Target
+from gateway.config.risk import StatedRisk
 
 
 class PreviewTool(ToolKind):
@@ -164,6 +165,10 @@ class WriteTool(ConfirmedTool):
 
     def plans_from(self) -> str:
         return self.preview
+
+    def stated_risk(self) -> StatedRisk:
+        """A planned write changes the one target its plan names."""
+        return StatedRisk(blast_radius="item")
 
     def schema_preview(self, name: str) -> str:
         return self.preview

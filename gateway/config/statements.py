@@ -26,6 +26,7 @@ from pydantic import Field, field_validator, model_validator
 
 from gateway.config.face import IDEMPOTENCY_KEY, PLAN_ID, READ_ONLY, Face, Hints, Misfit, object_schema
 from gateway.config.kinds import WRITE_SCOPES, ConfirmedTool, Sources, ToolKind, Whole
+from gateway.config.risk import Recommendation
 from gateway.config.sections import Model
 from gateway.text import MAX_NAME, quoted
 
@@ -257,6 +258,10 @@ class StatementExecuteTool(ConfirmedTool):
 
     def modes(self) -> set[str]:
         return super().modes() | ({"url"} if self.four_eyes_for() else set())
+
+    def approval_recommendation(self) -> Recommendation:
+        """``multi`` when a class it may run needs four eyes (the most a call can meet), else as configured."""
+        return "multi" if self.four_eyes_for() else super().approval_recommendation()
 
     def prompt_seconds(self) -> float:
         return self.prompt_timeout_seconds

@@ -21,7 +21,7 @@ from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.shared.exceptions import MCPError
 
 from gateway.config import GatewayConfig
-from gateway.errors import Code, ToolError
+from gateway.errors import AVAILABLE, Code, ToolError, authorization_denial, scope_hint
 from gateway.identity.person import DISPLAY, PERSON_ISSUER, STATIC_ISSUER, person_id
 from gateway.identity.principal import Principal, encode
 
@@ -143,4 +143,7 @@ def authorize(config: GatewayConfig, tool: str, scopes: set[str] | None) -> None
         Code.FORBIDDEN,
         f"This caller lacks the scope {missing[0]!r} that {tool} needs. Nothing was changed.",
         details={"missingScopes": missing},
+        authorization=authorization_denial(
+            AVAILABLE, [scope_hint(tool, missing, config.auth.resource_url)], credential="replacement"
+        ),
     )

@@ -19,9 +19,10 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from gateway.catalog.published import PublishedTool
-from gateway.errors import Code, StoreUnavailable, ToolError
+from gateway.errors import AUTHORIZATION_META, AVAILABLE, Code, StoreUnavailable, ToolError
 from gateway.identity.caller import current_caller, current_scopes, is_visible, unknown_tool
 from gateway.mcp import chain
+from gateway.protocol import stateless
 from gateway.records import Task
 from gateway.runtime import Gateway
 from gateway.tools.kinds.registry import routed
@@ -38,7 +39,7 @@ async def answer(gw: Gateway, ctx: ServerRequestContext[Any, Any], params: types
             raise unknown_tool(params.name)
         return await _call(gw, await gw.tool(params.name), ctx, params)
     except ToolError as err:
-        return error_result(err)
+        return error_result(err, tasks=stateless(ctx.protocol_version))
     except StoreUnavailable:
         return error_result(
             ToolError(Code.BACKEND_UNAVAILABLE, "The gateway's state store cannot be reached. Retry later.")
@@ -83,11 +84,17 @@ def success_result(body: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
 
 
-def error_result(err: ToolError) -> types.CallToolResult:
+def error_result(err: ToolError, *, tasks: bool = False) -> types.CallToolResult:
     """A refusal: ``isError`` with the JSON body as text and no ``structuredContent`` (some clients validate
-    ``structuredContent`` even on error results)."""
+    ``structuredContent`` even on error results); one whose way out is an authorization carries its structured
+    denial in ``_meta`` (gateway.errors), naming a task as a way too where the era has them (``tasks``: a client
+    that declared the tasks extension would have been answered with one)."""
     text = json.dumps(err.body(), separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    envelope = err.authorization
+    if envelope is not None and tasks and err.code is Code.APPROVAL_PENDING and envelope["remediation"] == AVAILABLE:
+        envelope = {**envelope, "remediationHints": [*envelope.get("remediationHints", []), {"type": "task"}]}
+    meta = {AUTHORIZATION_META: envelope} if envelope is not None else None
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, _meta=meta)
 
 
 def error_code(result: types.CallToolResult) -> str | None:

@@ -128,7 +128,7 @@ async def _stream(
             now_shown = detailed(gw, task, await gw.store.get_approval(task.approval_id))
             if now_shown != shown.get(task_id):
                 shown[task_id] = now_shown
-                note = TaskNotification(params={**now_shown, "_meta": meta})
+                note = TaskNotification(params={**now_shown, "_meta": {**now_shown.get("_meta", {}), **meta}})
                 await ctx.session.send_notification(cast(types.ServerNotification, note), ctx.request_id)
             if task.terminal:
                 following.remove(task_id)

@@ -73,7 +73,7 @@ def build_server(gw: Gateway) -> Server[Any]:
         try:
             result = await answer(gw, ctx, params)
             outcome = outcome_label(result)
-            return tasks.created(result) if isinstance(result, Task) else result
+            return await tasks.created(gw, result) if isinstance(result, Task) else result
         except MCPError as err:
             outcome = "unknown_tool" if err.code == types.INVALID_PARAMS else "protocol_error"
             raise

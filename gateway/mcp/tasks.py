@@ -13,13 +13,15 @@ A url-mode write from a client that declared the extension on its request is ans
                    page decides), so the task shows ``working`` and the answered request is not asked again (the
                    extension asks each input key once: a client that does not deduplicate keys would answer it
                    again at every poll)
-    tasks/cancel   before the decision: the plan is ended (no write can follow) and the task cancelled, with an
-                   audit entry; after it, a write cannot be undone, and the task's status message says so
-    resume         every gateway looks at the live tasks (``POLL_SECONDS``) and, for one whose approval is decided
-                   or whose wait is over, calls the tool again under the task's lock, as the caller that asked
-                   (gateway.identity.caller.acting_as): a retry with the same key, so the key's claim decides, and
-                   any replica, after any restart, may do it; its answer becomes the task's result, except a
-                   ``backend_unavailable`` (nothing sent, the key free), which is tried again every RETRY_SECONDS
+    tasks/cancel   before the decision: the plan is ended (no write can follow), its approval ends (cancelled: the
+                   page says so and takes no late decision) and the task is cancelled, with an audit entry; after
+                   it, a write cannot be undone, and the task's status message says so (a tool-approval task:
+                   only after the write's claim)
+    resume         once the approval is decided, the gateway calls the tool again itself (gateway.mcp.resume)
+
+A task made by a call that declared the tool-approval extension too is shown in that draft's shape instead
+(gateway.mcp.approval): ``working`` while people decide, the structured denial repeated in ``_meta``, and a
+disposition when it completes.
 
 Every method answers only the caller that created the task (anyone else: -32602, as for an unknown id), only a
 request that declared the extension (else -32021, naming it), and, over HTTP, only a request whose ``Mcp-Name``
@@ -29,12 +31,9 @@ header, when sent, names the same task as its ``taskId`` (else -32020).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -42,12 +41,14 @@ from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import Field
 
+from gateway.approvals import results
 from gateway.approvals.lifecycle import State, approval_url, approved_by, state
 from gateway.audit import entries, trail
-from gateway.identity.caller import acting_as, current_caller
-from gateway.mcp.calls import answer, error_code, outcome_label
-from gateway.protocol import STATELESS_ERA, TASKS_EXTENSION, resuming
-from gateway.records import Approval, Task, next_task_status
+from gateway.identity.caller import current_caller
+from gateway.identity.standing import CREDENTIAL
+from gateway.mcp import approval as tool_approval
+from gateway.protocol import TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION
+from gateway.records import TERMINAL, Approval, Plan, Task, next_task_status
 from gateway.runtime import Gateway
 from gateway.text import rfc3339
 
@@ -55,10 +56,6 @@ POLL_SECONDS = 0.5
 """How often a gateway looks for tasks to resume (and the poll interval it suggests to clients, doubled)."""
 ANSWER_KEY = "approval"
 """The one input request a task asks: open the approval link."""
-TRY_AGAIN = frozenset({"backend_unavailable"})
-"""A resumed call's refusals that sent nothing and leave the key free: the task stays and is tried again."""
-RETRY_SECONDS = 5.0
-"""How long a task waits between tries after such a refusal."""
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +69,9 @@ class UpdateParams(TaskParams):
 
 
 def register(server: Server[Any], gw: Gateway) -> None:
-    """Advertise the extension and serve its methods on ``server``."""
+    """Advertise the extensions (tasks, and tool-approval over it) and serve the task methods on ``server``."""
     server.extensions[TASKS_EXTENSION] = {}
+    server.extensions[TOOL_APPROVAL_EXTENSION] = {}
 
     async def get(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
         task = await _own(gw, ctx, params.task_id)
@@ -99,8 +97,12 @@ def register(server: Server[Any], gw: Gateway) -> None:
     server.add_request_handler("tasks/cancel", TaskParams, cancel)
 
 
-def created(task: Task) -> dict[str, Any]:
-    """The CreateTaskResult a call is answered with: the task's fields, flat, with ``resultType: "task"``."""
+async def created(gw: Gateway, task: Task) -> dict[str, Any]:
+    """The CreateTaskResult a call is answered with: the task's fields, flat, with ``resultType: "task"`` (a
+    tool-approval task's in that draft's shape)."""
+    approval = await gw.store.get_approval(task.approval_id) if task.tool_approval else None
+    if approval is not None:
+        return tool_approval.created(_fields(task), gw.approvals_url or "", approval, gw.clock())
     return {"resultType": "task", **_fields(task)}
 
 
@@ -114,6 +116,8 @@ def detailed(gw: Gateway, task: Task, approval: Approval | None) -> dict[str, An
     if task.status == "cancelled" or approval is None:
         return fields
     now = gw.clock()
+    if task.tool_approval:
+        return tool_approval.waiting(fields, gw.approvals_url or "", approval, now)
     waiting = state(approval, now)
     if waiting is State.PENDING:
         url = approval_url(gw.approvals_url or "", approval.approval_id)
@@ -181,134 +185,52 @@ async def _own(gw: Gateway, ctx: ServerRequestContext[Any, Any], task_id: str) -
 
 async def _link_answered(gw: Gateway, task: Task) -> None:
     """The client answered the approval link (the person opens it): the task is ``working`` while people decide."""
-    async with gw.store.lock(_lock_name(task)):
+    async with gw.store.lock(lock_name(task)):
         current = await gw.store.get_task(task.task_id)
         if current is not None and current.status == "input_required":
-            await _save(gw, _moved(current, "working", gw.clock()))
+            await save(gw, moved(current, "working", gw.clock()))
 
 
 async def cancel_task(gw: Gateway, task: Task, why: str) -> None:
-    """End a task before its decision: its plan is consumed (so no write can follow) and the task is cancelled,
-    with an audit entry. A write already approved, running or done cannot be undone: the task goes on, and its
-    status message says so."""
-    async with gw.store.lock(_lock_name(task)):
+    """End a task before its write is claimed: its plan is consumed (atomically against the write's claim of the
+    key and the plan, so either the cancel or the write wins, never both), its approval ends (``cancelled``) and
+    the task is cancelled, with an audit entry naming the target. A write already claimed runs to its outcome: the
+    task goes on, and its status message says the cancel came too late. A task of the tasks extension alone also
+    goes on once people approved (the rule before the tool-approval draft, kept for its clients)."""
+    async with gw.store.lock(lock_name(task)):
         current = await gw.store.get_task(task.task_id)
         if current is None or current.terminal:
             return
         approval = await gw.store.get_approval(current.approval_id)
         now = gw.clock()
-        if approval is not None and state(approval, now) is State.APPROVED:
+        if approval is not None and state(approval, now) is State.APPROVED and not current.tool_approval:
             message = "cancel refused: the write was already approved and cannot be undone; it runs to its outcome"
-            await _save(gw, replace(current, message=message, updated_at=now))
+            await save(gw, replace(current, message=message, updated_at=now))
             return
-        await gw.store.consume_plan(current.plan_id)  # False when the plan is already gone: nothing can write
+        consumed = await gw.store.consume_plan(current.plan_id)
+        if not consumed and isinstance(await gw.store.get_plan(current.plan_id, now), Plan):
+            message = "cancel refused: the write was already claimed and cannot be undone; it runs to its outcome"
+            await save(gw, replace(current, message=message, updated_at=now))
+            return
+        if consumed:  # else the plan was gone already (expired, rejected, used): its approval says so itself
+            await results.cancelled(gw.store, current.approval_id, now)
         target = approval.target if approval is not None else None
         await trail.append(gw.store, entries.cancelled(current, now, why, target))
-        await _save(gw, _moved(current, "cancelled", now, message=f"Nothing was written: {why}."))
+        await save(gw, moved(current, "cancelled", now, message=f"Nothing was written: {why}."))
 
 
-@asynccontextmanager
-async def resumed(gw: Gateway, poll_seconds: float = POLL_SECONDS) -> AsyncIterator[None]:
-    """Resume this gateway's share of the live tasks in the background while the block runs."""
-    async with anyio.create_task_group() as group:
-        group.start_soon(_resume_forever, gw, poll_seconds)
-        try:
-            yield
-        finally:
-            group.cancel_scope.cancel()
-
-
-async def _resume_forever(gw: Gateway, poll_seconds: float) -> None:
-    while True:
-        try:
-            await resume_due(gw)
-        except Exception as exc:  # a store that fails now may answer at the next poll
-            log.warning("tasks not resumed this round: %s", type(exc).__name__)
-        await anyio.sleep(poll_seconds)
-
-
-async def resume_due(gw: Gateway) -> None:
-    """Call again every live task whose approval is decided (or whose wait is over)."""
-    now = gw.clock()
-    for task in await gw.store.live_tasks(now):
-        if task.next_try_at is not None and now < task.next_try_at:
-            continue  # its last try sent nothing: not again yet
-        approval = await gw.store.get_approval(task.approval_id)
-        if approval is None or state(approval, now) is not State.PENDING:
-            await resume(gw, task)
-
-
-async def resume(gw: Gateway, task: Task) -> None:
-    """Call the task's tool again as the caller that asked, under the task's lock, and keep the answer as the task's
-    result. An answer that still waits (the approval pending after all) leaves the task as it is."""
-    async with gw.store.lock(_lock_name(task)):
-        current = await gw.store.get_task(task.task_id)
-        if current is None or current.terminal:
-            return
-        waited_as = current.status
-        await _save(gw, _moved(current, "working", gw.clock(), next_try_at=None))
-        current = await gw.store.get_task(task.task_id) or current
-        params = types.CallToolRequestParams(name=current.tool, arguments=current.arguments)
-        token = resuming.set(current.task_id)
-        try:
-            with acting_as(current.identity):
-                answered = await answer(gw, _TaskContext.of(current), params)
-        except MCPError as err:
-            error = {"code": err.code, "message": err.error.message}
-            await _save(gw, _moved(current, "failed", gw.clock(), error=error, message=err.error.message))
-            return
-        finally:
-            resuming.reset(token)
-        gw.metrics.calls.labels(current.tool, outcome_label(answered)).inc()
-        code = error_code(answered) if isinstance(answered, types.CallToolResult) else "approval_pending"
-        if code == "approval_pending":  # still waiting after all (another replica's view was ahead of this one)
-            await _save(gw, _moved(current, waited_as, gw.clock()))
-            return
-        if code in TRY_AGAIN:  # nothing was sent and the key is free: the next round tries again
-            message = f"{code}: nothing was sent; trying again every {RETRY_SECONDS:g} s until the plan expires"
-            now = gw.clock()
-            await _save(gw, _moved(current, "working", now, message=message, next_try_at=now + RETRY_SECONDS))
-            return
-        assert isinstance(answered, types.CallToolResult)
-        result = answered.model_dump(by_alias=True, mode="json", exclude_none=True)
-        message = "the write was applied" if code is None else f"the call ended with {code}"
-        await _save(gw, _moved(current, "completed", gw.clock(), result=result, message=message))
-        log.info("task %s of %s completed (%s)", current.task_id, current.tool, code or "applied")
-
-
-def _moved(task: Task, status: str, now: float, **changes: Any) -> Task:
+def moved(task: Task, status: str, now: float, **changes: Any) -> Task:
+    """The task in its next status; one that ends drops what it kept of its caller's credential."""
+    if status in TERMINAL:
+        changes.setdefault("identity", {key: value for key, value in task.identity.items() if key != CREDENTIAL})
     return replace(task, status=next_task_status(task, status), updated_at=now, **changes)
 
 
-async def _save(gw: Gateway, task: Task) -> None:
+async def save(gw: Gateway, task: Task) -> None:
     """Store a task changed under its lock; one changed meanwhile by another replica is read and left as it is."""
     if not await gw.store.replace_task(task):
         log.warning("task %s changed under its lock; this change (%s) was not stored", task.task_id, task.status)
 
 
-def _lock_name(task: Task) -> str:
+def lock_name(task: Task) -> str:
     return "task:" + task.task_id
-
-
-@dataclass(frozen=True)
-class _Session:
-    """What a resumed call sees of a client: none that can be asked anything (it never needs to: the approval is
-    decided), and progress goes nowhere."""
-
-    client_capabilities: types.ClientCapabilities | None = None
-
-    async def report_progress(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class _TaskContext:
-    """The request context of a resumed call."""
-
-    session: _Session
-    request_id: str
-    protocol_version: str = STATELESS_ERA
-
-    @classmethod
-    def of(cls, task: Task) -> Any:
-        return cls(_Session(), f"task:{task.task_id}")

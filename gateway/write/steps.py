@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.config import WriteTool
 from gateway.config.expressions import MISSING, at_path, render
-from gateway.errors import Code, ToolError
+from gateway.errors import AVAILABLE, Code, ToolError, authorization_denial, confirmation_hint
 from gateway.records import KEY_TRANSITIONS as KEY_TRANSITIONS
 from gateway.records import Expired, KeyRecord, KeyState, Plan, Reply
 from gateway.records import next_key_state as next_key_state
@@ -110,6 +110,8 @@ def require_form(capabilities: ClientCapabilities | None) -> None:
         raise ToolError(
             Code.CONFIRMATION_UNAVAILABLE,
             "This client cannot show a confirmation form, so the write will not run. Nothing was changed.",
+            details={"needs": "elicitation.form"},
+            authorization=authorization_denial(AVAILABLE, [confirmation_hint(["form"])]),
         )
 
 

@@ -1,11 +1,12 @@
 """A tasks-extension client for the Python SDK's ``Client``: the extension declared on every request, the
 CreateTaskResult a call may answer with, and the task methods sent as the extension's wire spells them.
 
-``Client(..., extensions=[TasksClient()])`` declares ``io.modelcontextprotocol/tasks``; ``call`` returns what the
-server answered (a CreateTaskResult as a dict, or the CallToolResult), and ``get`` / ``update`` / ``cancel`` send
-the task methods. ``resolved`` follows a task to its end, polling as the server suggests. ``Heard`` (given to the
-extension and as the client's message handler) records what ``subscriptions/listen`` streams carry, and
-``listening`` holds one open.
+``Client(..., extensions=[TasksClient()])`` declares ``io.modelcontextprotocol/tasks`` (and ``ToolApprovalClient()``
+beside it ``io.modelcontextprotocol/tool-approval``); ``call`` returns what the server answered (a CreateTaskResult
+as a dict, or the CallToolResult), and ``get`` / ``update`` / ``cancel`` send the task methods (``get(...,
+meta=True)`` keeps the answer's ``_meta``). ``resolved`` follows a task to its end, polling as the server
+suggests. ``Heard`` (given to the extension and as the client's message handler) records what
+``subscriptions/listen`` streams carry, and ``listening`` holds one open.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict, Field
 
 EXTENSION = "io.modelcontextprotocol/tasks"
+TOOL_APPROVAL = "io.modelcontextprotocol/tool-approval"
 TERMINAL = ("completed", "failed", "cancelled")
 
 
@@ -85,6 +87,13 @@ class TasksClient(ClientExtension):
         return [NotificationBinding(method="notifications/tasks", params_type=_Notified, handler=self.heard.task)]
 
 
+class ToolApprovalClient(ClientExtension):
+    """Declares the tool-approval extension (the SEP-2848 draft): a client that understands approval semantics.
+    Its tasks are the tasks extension's, so it goes beside ``TasksClient``."""
+
+    identifier = TOOL_APPROVAL
+
+
 async def _resolve(created: CreateTaskResult, context: ClaimContext) -> types.CallToolResult:
     done = await _follow(context.session, created.task_id)
     return types.CallToolResult.model_validate(done.get("result") or {"content": [], "isError": True})
@@ -111,9 +120,9 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     return answered
 
 
-async def get(client: Client, task_id: str) -> dict[str, Any]:
-    """``tasks/get``."""
-    return await _send(client.session, _request("tasks/get", task_id))
+async def get(client: Client, task_id: str, *, meta: bool = False) -> dict[str, Any]:
+    """``tasks/get`` (with its ``_meta`` when ``meta``)."""
+    return await _send(client.session, _request("tasks/get", task_id), meta=meta)
 
 
 async def update(client: Client, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
@@ -126,9 +135,10 @@ async def cancel(client: Client, task_id: str) -> dict[str, Any]:
     return await _send(client.session, _request("tasks/cancel", task_id))
 
 
-async def _send(session: Any, request: Any) -> dict[str, Any]:
+async def _send(session: Any, request: Any, *, meta: bool = False) -> dict[str, Any]:
     answer = await session.send_request(request, _Answer)
-    return {key: value for key, value in answer.model_dump(by_alias=True, mode="json").items() if key != "_meta"}
+    dumped = answer.model_dump(by_alias=True, mode="json")
+    return {key: value for key, value in dumped.items() if meta or key != "_meta"}
 
 
 async def _follow(

@@ -34,6 +34,7 @@ from starlette.routing import Route
 
 from gateway.cli.serve import bind_refusal
 from gateway.config import parse_config
+from gateway.errors import AUTHORIZATION_META
 from tests.support.asgi import serve_asgi
 from tests.support.clients import INITIALIZE, POST_HEADERS, Answers, error_body, error_code, new_key, preview
 from tests.support.configs import config_data, write_toml
@@ -333,6 +334,11 @@ async def test_a_visible_tool_outside_the_scopes_is_forbidden_and_writes_nothing
         result = await c.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
     assert error_code(result) == "forbidden"
     assert error_body(result)["details"] == {"missingScopes": ["tenants:reset"]}
+    # Beside the code, a structured denial (SEP-2643): a replacement token holding the scope lets the call through.
+    denial = (result.meta or {})[AUTHORIZATION_META]
+    assert (denial["remediation"], denial["credentialDisposition"]) == ("available", "replacement")
+    [needed] = denial["remediationHints"][0]["authorization_details"]
+    assert (needed["identifier"], needed["privileges"]) == ("reset_tenant", ["tenants:reset"])
     assert TENANTS.write_count(world.db) == before
 
 

@@ -44,6 +44,10 @@ def test_a_matching_config_passes_and_prints_the_tool_table(profile: Profile, tm
         assert tool in output
     write_line = next(line for line in output.splitlines() if line.startswith(profile.write_tool))
     assert write_line.split()[1:6] == ["write", "false", "true", "true", "false"]
+    # Then each tool's risk (SEP-2793's fields, as its _meta carries them).
+    risk_line = next(line.split() for line in output.splitlines() if line.startswith(f"risk  {profile.write_tool}"))
+    assert risk_line[2:] == ["high", "destroy", "item", "none", "single", "-"]
+    assert "blast radius" in output
 
 
 def test_a_misnamed_list_action_is_named(profile: Profile, tmp_path: Path) -> None:

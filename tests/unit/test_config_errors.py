@@ -345,6 +345,7 @@ CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
     "confirm on a read": (lambda d: status(d, confirm="typed"), "tools.status"),
     "typed without target_argument": (lambda d: status(d, annotations=dict(WRITES), confirm="typed"), "tools.status"),
     "a schema that is no object": (lambda d: status(d, input_schema={"type": "string"}), "tools.status"),
+    "a risk against the hints": (lambda d: status(d, risk={"category": "destroy"}), "tools.status"),
     # gateway/config/sections.py
     "a PostgreSQL password in the file": (section("gateway", store="postgresql://gw:secret@db/gw"), "gateway.store"),
     "an unsigned audit webhook": (section("audit_stream", webhook_url="https://audit.example.com/"), "audit_stream"),

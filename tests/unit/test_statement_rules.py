@@ -18,7 +18,7 @@ from mcp import Client
 
 from gateway.approvals.lifecycle import approval_id_for
 from gateway.http.app import build_app
-from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp import resume as gateway_tasks
 from gateway.mcp.server import build_server
 from gateway.records import Plan
 from gateway.runtime import Gateway

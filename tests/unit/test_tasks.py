@@ -21,7 +21,7 @@ from gateway.approvals.lifecycle import approval_id_for
 from gateway.audit import display
 from gateway.config import parse_config
 from gateway.http.app import build_app
-from gateway.mcp import tasks as gateway_tasks
+from gateway.mcp import resume as gateway_tasks
 from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
 from tests.support import tasks
@@ -44,6 +44,12 @@ class World:
 
 @pytest.fixture
 async def world(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
+    async for made in world_of(profile, tmp_path):
+        yield made
+
+
+async def world_of(profile: Profile, tmp_path: Path) -> AsyncIterator[World]:
+    """A gateway whose write waits for people on its page, a caller holding at most two live tasks."""
     db = tmp_path / "backend.db"
     data = config_data(
         profile, db, *profile.seed_demo, state_dir=tmp_path / "state", tools=url_mode(profile.write_tool)

@@ -59,6 +59,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 REFUSALS = {
     Refused.EXPIRED: "This approval has expired; nothing was recorded.",
     Refused.SETTLED: "This write was already decided; your answer was not recorded.",
+    Refused.CANCELLED: "The agent cancelled this write, so nothing was written; your answer was not recorded.",
     Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
     Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",

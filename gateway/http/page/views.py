@@ -2,7 +2,7 @@
 as a person, the target by its reported name, times that a small script also shows in the viewer's own zone.
 
     FILTERS   the list's views: waiting (the default), approved (for the agent's retry), applied, not applied,
-              rejected, expired, all; newest first, each as the store keeps approvals (an hour past expiry)
+              rejected, cancelled, expired, all; newest first, each as the store keeps approvals (an hour past expiry)
     Row       one approval as a row of the list or of a Reject confirmation
     headline  the detail page's title and the sentence under it, by where the write stands
     filters   the Jinja filters the templates use; every value from outside escaped (gateway/text.py)
@@ -30,6 +30,7 @@ FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
     "applied": ("Applied", frozenset({Shown.APPLIED})),
     "not_applied": ("Approved, not applied", frozenset({Shown.NOT_APPLIED})),
     "rejected": ("Rejected", frozenset({Shown.REJECTED})),
+    "cancelled": ("Cancelled", frozenset({Shown.CANCELLED})),
     "expired": ("Expired", frozenset({Shown.EXPIRED})),
     "all": ("All", frozenset(Shown)),
 }
@@ -40,6 +41,7 @@ LABELS = {
     Shown.APPLIED: "applied",
     Shown.NOT_APPLIED: "approved, not applied",
     Shown.REJECTED: "rejected",
+    Shown.CANCELLED: "cancelled by the agent",
     Shown.EXPIRED: "expired",
 }
 
@@ -90,6 +92,11 @@ def headline(approval: Approval, now: float) -> tuple[str, str]:
         return "Approved, but not applied", _not_applied(result)
     if where is Shown.REJECTED:
         return "Rejected", "Nothing was written, and this plan cannot be used again."
+    if where is Shown.CANCELLED:
+        return (
+            "Cancelled: nothing was written",
+            "The agent cancelled this write before it ran; it takes no decision now.",
+        )
     if state(approval, now) is State.APPROVED:
         return "Expired: nothing was written", "It was approved, and the agent did not use it before the plan expired."
     return "Expired: nothing was written", "Nobody decided before it expired."

@@ -19,7 +19,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
 
-from gateway.errors import Code, ToolError
+from gateway.errors import AVAILABLE, Code, ToolError, authorization_denial, confirmation_hint
 from gateway.observability.tracing import span
 from gateway.protocol import stateless
 from gateway.stores import Store
@@ -58,6 +58,8 @@ async def ask(
         raise ToolError(
             Code.CONFIRMATION_UNAVAILABLE,
             "This connection cannot carry a confirmation prompt (no back-channel). Nothing was changed.",
+            details={"needs": "back-channel"},
+            authorization=authorization_denial(AVAILABLE, [confirmation_hint(["form"])]),
         ) from None
 
 

@@ -43,12 +43,13 @@ from gateway.approvals.lifecycle import (
     State,
     approval_id_for,
     approval_url,
+    approved_by,
     binds,
     new_approval,
     state,
 )
 from gateway.approvals.policy import Choice
-from gateway.errors import Code, ToolError
+from gateway.errors import AVAILABLE, UNAVAILABLE, Code, ToolError, approval_hints, authorization_denial
 from gateway.identity.caller import current_display, current_person
 from gateway.protocol import stateless
 from gateway.records import Approval, Plan
@@ -170,17 +171,29 @@ async def _require_room(request: ApprovalAsk, store: Store, now: float) -> None:
         )
 
 
+ENDED = {
+    State.REJECTED: "The write was rejected on the approval page. Nothing was changed; this plan cannot be used again.",
+    State.CANCELLED: "The write was cancelled (tasks/cancel) before it ran. Nothing was changed; this plan is used up.",
+    State.EXPIRED: "The approval expired before anyone approved. Nothing was changed.",
+}
+"""What an approval that ended without a write says to a call that comes back for it (not_confirmed)."""
+
+
 def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approval:
     if current is State.APPROVED:
         return approval
-    if current is State.REJECTED:
+    if current in ENDED:
         raise ToolError(
             Code.NOT_CONFIRMED,
-            "The write was rejected on the approval page. Nothing was changed; this plan cannot be used again.",
+            ENDED[current],
+            details=_ended(approval, current),
+            authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
         )
-    if current is State.EXPIRED:
-        raise ToolError(Code.NOT_CONFIRMED, "The approval expired before anyone approved. Nothing was changed.")
     raise _pending(approval, request)
+
+
+def _ended(approval: Approval, current: State) -> dict[str, Any]:
+    return {"approvalId": approval.approval_id, "state": current.value}
 
 
 def _pending(approval: Approval, request: ApprovalAsk) -> ToolError:
@@ -189,14 +202,41 @@ def _pending(approval: Approval, request: ApprovalAsk) -> ToolError:
             Code.CONFIRMATION_UNAVAILABLE,
             "This write needs approval on the gateway's page, and no page address is configured "
             "(approvals.public_url). Nothing was changed.",
+            authorization=authorization_denial(UNAVAILABLE),
         )
     url = approval_url(request.page_url, approval.approval_id)
     return ToolError(
         Code.APPROVAL_PENDING,
         f"This write waits for approval by a person at {url} (until {rfc3339(approval.expires_at)}). "
         "Show the link to the user; once approved, retry this call with the same idempotencyKey.",
-        details={"url": url, "approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)},
+        details=_waiting(approval, url),
+        authorization=_awaited(approval, url),
     )
+
+
+def _waiting(approval: Approval, url: str) -> dict[str, Any]:
+    """The details of a write that waits on the page: where, until when, and who must still approve it."""
+    return {
+        "url": url,
+        "approvalId": approval.approval_id,
+        "expiresAt": rfc3339(approval.expires_at),
+        "approversNeeded": approval.approvers_needed,
+        "approvedSoFar": len(approved_by(approval)),
+        "fourEyes": approval.four_eyes,
+    }
+
+
+def _awaited(approval: Approval, url: str) -> dict[str, Any]:
+    """The structured denial of a write that waits on the page: the approval there lets it through."""
+    hints = approval_hints(
+        url,
+        approval.approval_id,
+        rfc3339(approval.expires_at),
+        approval.approvers_needed,
+        len(approved_by(approval)),
+        approval.four_eyes,
+    )
+    return authorization_denial(AVAILABLE, hints, context=approval.approval_id)
 
 
 def _declined(approval: Approval, request: ApprovalAsk, action: str) -> ToolError:
@@ -207,7 +247,8 @@ def _declined(approval: Approval, request: ApprovalAsk, action: str) -> ToolErro
         f"The user did not open the approval page ({action}). Nothing was changed, and the write still waits for"
         f" approval at {url} until {rfc3339(approval.expires_at)}: retry this call with the same idempotencyKey"
         " to be sent the link again.",
-        details={"url": url, "approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)},
+        details=_waiting(approval, url),
+        authorization=_awaited(approval, url),
     )
 
 

@@ -1,15 +1,18 @@
 """Step 7 of a url-mode write as an MCP task (the tasks extension, ``io.modelcontextprotocol/tasks``): instead of
 holding the request open while people decide, the call is answered with a task at once, and the gateway calls the
-write again itself, as the same caller, once the approval is decided (gateway.mcp.tasks resumes it).
+write again itself, as the same caller, once the approval is decided (gateway.mcp.resume resumes it).
 
     wants_task   the client declared the extension on this request (2026-07-28 wire, per-request capabilities),
                  and this call is not the gateway's own resumption of a task
+    wants_tool_approval  it declared the tool-approval extension beside it (the SEP-2848 draft): the task is made,
+                 shown and ended in that draft's shape (gateway.mcp.approval)
     open_task    the approval (made as for any url-mode write) and a task for it, stored before it is answered;
                  a call with the same caller and key while its task is live gets that task again, never a second
 
-A task is bound to its caller: who asked (the token's client, issuer, subject and scopes, never the token) is kept
-with it, to act as when the call is resumed; another caller's ``tasks/get`` finds nothing. Its outcome is the
-key's outcome: the resumed call is a retry with the same key, so a key that has settled replays.
+A task is bound to its caller: who asked (the token's client, issuer, subject and scopes) is kept with it, to act as
+when the call is resumed, and what is needed to check that the caller still may (a static token's hash, any other
+token sealed with the gateway's key: gateway.identity.standing); another caller's ``tasks/get`` finds nothing. Its
+outcome is the key's outcome: the resumed call is a retry with the same key, so a key that has settled replays.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from mcp.server import ServerRequestContext
 
 from gateway.errors import Code, ToolError
 from gateway.identity.caller import current_identity
-from gateway.protocol import TASKS_EXTENSION, resuming, stateless
+from gateway.identity.standing import CREDENTIAL, kept
+from gateway.protocol import TASKS_EXTENSION, TOOL_APPROVAL_EXTENSION, resuming, stateless
 from gateway.records import Task
 from gateway.write.ask import people
 from gateway.write.parts import Parts
@@ -40,8 +44,21 @@ def wants_task(ctx: ServerRequestContext[Any, Any]) -> bool:
     return capabilities is not None and TASKS_EXTENSION in (capabilities.extensions or {})
 
 
+def wants_tool_approval(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this call, answered with a task, declared the tool-approval extension too."""
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and TOOL_APPROVAL_EXTENSION in (capabilities.extensions or {})
+
+
 async def open_task(
-    gw: Parts, params: types.CallToolRequestParams, request: people.ApprovalAsk, tool: str, max_live: int
+    gw: Parts,
+    params: types.CallToolRequestParams,
+    request: people.ApprovalAsk,
+    tool: str,
+    max_live: int,
+    *,
+    tool_approval: bool = False,
+    bearer: str | None = None,
 ) -> Task:
     """The task a url-mode write is answered with: its approval made (or found), the task stored, or the live one
     this caller's key already has. A caller past ``max_live`` live tasks is refused (a check, not a lock: replicas
@@ -68,7 +85,9 @@ async def open_task(
             created_at=now,
             updated_at=now,
             expires_at=approval.expires_at + RESULT_SECONDS,
-            identity=current_identity(),
+            identity=_identity(gw, bearer),
+            status="working" if tool_approval else "input_required",
+            tool_approval=tool_approval,
         )
     )
     if stored.plan_id != plan.plan_id:  # the key's live task is another plan's: the key is not this call's
@@ -77,3 +96,11 @@ async def open_task(
             "This idempotencyKey already belongs to a task for another plan. Use a new key for a new plan.",
         )
     return stored
+
+
+def _identity(gw: Parts, bearer: str | None) -> dict[str, Any]:
+    """Who the task acts for, and what it keeps of their credential to check it again when it resumes
+    (gateway.identity.standing: never the token in clear)."""
+    identity = current_identity()
+    credential = kept(gw.config.auth, bearer, gw.keys) if identity else None
+    return {**identity, CREDENTIAL: credential} if credential is not None else identity

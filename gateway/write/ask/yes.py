@@ -17,9 +17,10 @@ from mcp.server import ServerRequestContext
 
 from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import Choice, decided_by
+from gateway.identity.standing import bearer_of
 from gateway.records import Plan
 from gateway.write.ask import form, people
-from gateway.write.ask.task import open_task, wants_task
+from gateway.write.ask.task import open_task, wants_task, wants_tool_approval
 from gateway.write.audited import AuditedCall, Interim
 from gateway.write.progress import ASKING
 from gateway.write.steps import confirmation_schema, require_form, require_yes, uses_up_plan
@@ -45,7 +46,11 @@ async def ask(
     if choice.mode == "url":
         request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
         if wants_task(ctx):
-            return await open_task(gw, params, request, call.name, gw.config.approvals.max_tasks_per_caller)
+            most = gw.config.approvals.max_tasks_per_caller
+            bearer = bearer_of(getattr(ctx.request, "headers", None))
+            return await open_task(
+                gw, params, request, call.name, most, tool_approval=wants_tool_approval(ctx), bearer=bearer
+            )
         await call.progress(ASKING)
         approved = await people.approve(ctx, params, request, gw)
         if isinstance(approved, types.InputRequiredResult):

@@ -1,14 +1,19 @@
 """The node tools every interop module needs: ``node`` on PATH and the pinned ``node_modules``
 (``cd tests/system/interop && npm ci``). Locally a module skips without them; in CI (``CI`` set) it fails
-instead, since ``.ci/setup-node.sh`` installs both."""
+instead, since ``.ci/setup-node.sh`` installs both. ``chromium``: one headless browser per module, for the people
+who approve on the gateway's page."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.support import browser
 
 INTEROP = Path(__file__).resolve().parent
 NODE_MODULES = INTEROP / "node_modules"
@@ -30,3 +35,14 @@ def node_tools() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"interop tests must run in CI: {missing}")
     pytest.skip(missing)
+
+
+@pytest.fixture(scope="module")
+async def chromium() -> AsyncIterator[Any]:
+    """One headless Chromium for the module's approvers."""
+    if not browser.available():
+        if os.environ.get("CI"):
+            pytest.fail(f"interop tests must run in CI: {browser.MISSING}")
+        pytest.skip(browser.MISSING)
+    async with browser.chromium() as launched:
+        yield launched

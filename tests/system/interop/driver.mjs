@@ -5,6 +5,8 @@
 //   node driver.mjs client2 URL   @modelcontextprotocol/client 2.x pinned to 2026-07-28: InputRequiredResult rounds
 //   node driver.mjs tasks2 URL    client2 with an @modelcontextprotocol/ext-tasks session over it: the tasks extension
 //                                 (io.modelcontextprotocol/tasks) declared on its calls, tasks/get polled for it
+//   node driver.mjs tasks2ta URL  tasks2 declaring the tool-approval extension (io.modelcontextprotocol/tool-approval,
+//                                 a draft) beside the tasks extension on its calls
 //
 // Protocol: one JSON command per line on stdin, one JSON answer per line on stdout (nothing else is written to
 // stdout). Commands: {"op": "info"} | {"op": "listTools"} | {"op": "close"}
@@ -14,18 +16,20 @@
 // client accepts without opening it: the test's browser does), {"op": "taskSettle", "taskId"} (waits for the
 // outcome; every status seen on the way) and {"op": "taskCancel", "taskId"}.
 // Every answer carries "prompts" (the elicitation messages this client was shown while serving the command) and
-// "wire" (a summary of every HTTP request the client sent meanwhile), so the test can tell how the user was asked.
+// "wire" (a summary of every HTTP request the client sent meanwhile, with the JSON-RPC answer to each tools/call and
+// tasks/* request as the server sent it, "_meta" included), so the test can tell how the user was asked.
 import { createInterface } from 'node:readline';
 
 const [kind, url] = process.argv.slice(2);
-if (!['sdk1', 'sdk1url', 'client2', 'tasks2'].includes(kind) || !url) {
-  process.stderr.write('usage: node driver.mjs sdk1|sdk1url|client2|tasks2 URL\n');
+if (!['sdk1', 'sdk1url', 'client2', 'tasks2', 'tasks2ta'].includes(kind) || !url) {
+  process.stderr.write('usage: node driver.mjs sdk1|sdk1url|client2|tasks2|tasks2ta URL\n');
   process.exit(2);
 }
 
 let answer = 'accept';
 let prompts = [];
 let wire = [];
+let reading = []; // answers of the current command still being read from the wire
 
 function summarise(message) {
   if (message.method) {
@@ -63,7 +67,28 @@ async function recordingFetch(input, init = {}) {
   wire.push(entry); // in the order sent; the status is filled in when the answer's headers arrive
   const response = await fetch(input, init);
   entry.status = response.status;
+  const method = entry.messages[0]?.method ?? '';
+  if (method === 'tools/call' || method.startsWith('tasks/')) reading.push(readAnswer(response.clone(), entry));
   return response;
+}
+
+// The JSON-RPC answer of a request, as sent (a JSON body, or the last answer of an SSE stream).
+async function readAnswer(response, entry) {
+  const text = await response.text();
+  const bodies = (response.headers.get('content-type') ?? '').includes('text/event-stream')
+    ? text.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trim())
+    : [text];
+  for (const body of bodies.reverse()) {
+    try {
+      const message = JSON.parse(body);
+      if (message.id !== undefined && (message.result !== undefined || message.error !== undefined)) {
+        entry.answer = message.result ?? { error: message.error };
+        return;
+      }
+    } catch {
+      // not JSON: an SSE comment or a partial line
+    }
+  }
 }
 
 function onElicit(params) {
@@ -149,19 +174,23 @@ async function rawCoordinator() {
   return { dispatch, close: () => transport.close() };
 }
 
-async function connectTasks2() {
+async function connectTasks2(toolApproval = false) {
   const { createTaskSessionFromClient } = await import('@modelcontextprotocol/ext-tasks/client');
-  const name = 'interop-tasks2';
+  const name = toolApproval ? 'interop-tasks2ta' : 'interop-tasks2';
   const capabilities = { elicitation: { form: {}, url: {} } };
   const session = await connectClient2(name, capabilities);
   const raw = await rawCoordinator();
+  // ext-tasks adds the tasks extension to what the framing declares; tasks2ta declares tool-approval beside it.
+  const declared = toolApproval
+    ? { ...capabilities, extensions: { 'io.modelcontextprotocol/tool-approval': {} } }
+    : capabilities;
   const tasksSession = createTaskSessionFromClient(session.client, {
     endpointId: url,
     rawDispatch: raw.dispatch,
     v2RequestFraming: {
       protocolVersion: session.client.getNegotiatedProtocolVersion(),
       clientInfo: { name, version: '1.0.0' },
-      clientCapabilities: capabilities,
+      clientCapabilities: declared,
     },
     onInputRequest: async (request, context) => {
       inputs.push({ kind: request.kind, params: request.params, taskId: context.taskId, inputId: context.inputId });
@@ -260,7 +289,8 @@ const connect = {
   sdk1: () => connectSdk1(),
   sdk1url: () => connectSdk1({ form: {}, url: {} }),
   client2: () => connectClient2(),
-  tasks2: connectTasks2,
+  tasks2: () => connectTasks2(),
+  tasks2ta: () => connectTasks2(true),
 };
 const session = await connect[kind]();
 process.stdout.write(`${JSON.stringify({ ready: true, kind, connectWire: wire })}\n`);
@@ -271,12 +301,14 @@ for await (const line of createInterface({ input: process.stdin })) {
   const command = JSON.parse(line);
   prompts = [];
   wire = [];
+  reading = [];
   let reply;
   try {
     reply = await run(session, command);
   } catch (err) {
     reply = describeError(err);
   }
+  await Promise.allSettled(reading);
   process.stdout.write(`${JSON.stringify({ op: command.op, ...reply, prompts, wire })}\n`);
   if (command.op === 'close') break;
 }

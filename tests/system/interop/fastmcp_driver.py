@@ -5,7 +5,11 @@ fastmcp 4 (PyPI) with fastmcp-tasks, whose import registers its tasks-extension 
 input asked through the client's elicitation handler). fastmcp pins its own ``mcp``, so this runs in its own
 virtualenv, never the project's (.ci/setup-fastmcp.sh makes it from fastmcp-requirements.txt):
 
-    tests/system/interop/.venv-fastmcp/bin/python tests/system/interop/fastmcp_driver.py URL
+    tests/system/interop/.venv-fastmcp/bin/python tests/system/interop/fastmcp_driver.py URL [--tool-approval]
+
+``--tool-approval`` declares the tool-approval extension (``io.modelcontextprotocol/tool-approval``, a draft) beside
+the tasks extension, as a client extension of mcp 2.3 that fastmcp's ``Client(extensions=...)`` takes. Every
+tools/call and tasks/* answer the server sent as JSON is kept in the command's wire (``answer``, ``_meta`` included).
 
 The line protocol and the replies are driver.mjs's, for the ops the tasks test sends: info, taskCall, taskInput,
 taskSettle, taskCancel, close. A url elicitation is accepted without being opened: the test's browser opens it.
@@ -26,8 +30,16 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp_tasks import ToolTask
 from fastmcp_tasks.client_models import ClientCreateTaskResult
+from mcp.client.extension import ClientExtension
 
 EXTENSIONS_META = "io.modelcontextprotocol/clientCapabilities"
+
+
+class ToolApproval(ClientExtension):
+    """Declares the tool-approval extension: a client that understands approval semantics."""
+
+    identifier = "io.modelcontextprotocol/tool-approval"
+
 
 wire: list[dict[str, Any]] = []
 sent: dict[int, dict[str, Any]] = {}  # id(request) -> its wire entry, for the response's status
@@ -74,9 +86,15 @@ async def on_response(response: httpx2.Response) -> None:
     if entry is None:
         return
     entry["status"] = response.status_code
-    # The status of every tasks/get answer, as the client received it (answers come as JSON on this wire).
-    if entry["mcpMethod"] == "tasks/get" and response.headers.get("content-type", "").startswith("application/json"):
-        answer = json.loads(await response.aread())
+    method = entry["mcpMethod"] or ""
+    if not (method == "tools/call" or method.startswith("tasks/")):
+        return
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return
+    answer = json.loads(await response.aread())  # answers come as JSON on this wire
+    entry["answer"] = answer.get("result", {"error": answer.get("error")})
+    # The status of every tasks/get answer, as the client received it.
+    if method == "tasks/get":
         task = tasks.get(str(answer.get("result", {}).get("taskId")))
         if task is not None:
             task[2].append(answer["result"]["status"])
@@ -155,10 +173,11 @@ def reply(line: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-async def main(url: str) -> None:
+async def main(url: str, tool_approval: bool) -> None:
     global wire
     transport = StreamableHttpTransport(url, httpx_client_factory=http_client)
-    async with Client(transport, mode="auto", elicitation_handler=on_elicit) as client:
+    extensions = [ToolApproval()] if tool_approval else None
+    async with Client(transport, mode="auto", elicitation_handler=on_elicit, extensions=extensions) as client:
         reply({"ready": True, "kind": "fastmcp", "connectWire": wire})
         loop = asyncio.get_running_loop()
         while line := await loop.run_in_executor(None, sys.stdin.readline):
@@ -180,4 +199,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], "--tool-approval" in sys.argv[2:]))

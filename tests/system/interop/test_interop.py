@@ -49,7 +49,8 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from gateway.approvals.lifecycle import approval_id_for
-from tests.support import browser
+from gateway.catalog.risk import RISK_META
+from gateway.config.risk import contradictions
 from tests.support.approvals import TOKENS as APPROVERS
 from tests.support.approvals import approvals_section, url_mode
 from tests.support.clients import applied_body, new_key
@@ -218,12 +219,16 @@ class Driver:
 
 @asynccontextmanager
 async def driver(kind: str, served: Served, errlog: Path) -> AsyncIterator[tuple[Driver, dict[str, Any]]]:
-    """Start a client of ``kind`` (sdk1 | client2 | tasks2, or fastmcp), connected; yields it and its connect
-    report."""
-    command = [str(FASTMCP_PYTHON), str(FASTMCP_DRIVER)] if kind == "fastmcp" else ["node", str(DRIVER), kind]
+    """Start a client of ``kind`` (sdk1 | sdk1url | client2 | tasks2 | tasks2ta, or fastmcp | fastmcpta: the
+    ``ta`` ones declare the tool-approval extension too), connected; yields it and its connect report."""
+    if kind.startswith("fastmcp"):
+        flags = ["--tool-approval"] if kind == "fastmcpta" else []
+        command = [str(FASTMCP_PYTHON), str(FASTMCP_DRIVER), served.url, *flags]
+    else:
+        command = ["node", str(DRIVER), kind, served.url]
     with errlog.open("w") as stderr:
         proc = await anyio.open_process(
-            [*command, served.url],
+            command,
             cwd=INTEROP,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -314,6 +319,10 @@ def check_tools(listed: dict[str, Any]) -> None:
         assert tool["inputSchema"]["type"] == "object" and tool["inputSchema"]["additionalProperties"] is False
         output = tool["outputSchema"]
         assert output["type"] == "object" and output["additionalProperties"] is False, name
+        # The tool's risk (SEP-2793's fields) reaches the TypeScript client under _meta, and agrees with the hints.
+        risk = tool["_meta"][RISK_META]
+        assert risk["category"] == ("read" if hints["readOnlyHint"] else "destroy"), name
+        assert contradictions(annotations, risk) == [], name
     assert tools[TENANTS.list_tool]["outputSchema"]["properties"]["tenants"]["maxItems"] == 50
 
 
@@ -418,18 +427,25 @@ async def test_a_typescript_client_drives_the_whole_flow(served: Served, kind: s
 # --- the tasks extension: ext-tasks (TypeScript) and fastmcp (Python) as the agent, Chromium as the approver -----
 
 TASKS = "io.modelcontextprotocol/tasks"
+TOOL_APPROVAL = "io.modelcontextprotocol/tool-approval"
 TASK_CLIENTS = ["tasks2", "fastmcp"]  # the ext-tasks session (TypeScript), the fastmcp client (Python)
 
 
-@pytest.fixture(params=TASK_CLIENTS)
-def task_client(request: pytest.FixtureRequest) -> str:
-    """Which tasks client is the agent; the fastmcp one needs its own virtualenv."""
-    if request.param == "fastmcp" and not FASTMCP_PYTHON.is_file():
+def needs_fastmcp(kind: str) -> str:
+    """``kind``, once its client can run: a fastmcp client needs its own virtualenv (skipped without it, failed
+    in CI)."""
+    if kind.startswith("fastmcp") and not FASTMCP_PYTHON.is_file():
         missing = "the fastmcp client's virtualenv is missing (.ci/setup-fastmcp.sh makes it)"
         if os.environ.get("CI"):
             pytest.fail(f"interop tests must run in CI: {missing}")
         pytest.skip(missing)
-    return str(request.param)
+    return kind
+
+
+@pytest.fixture(params=TASK_CLIENTS)
+def task_client(request: pytest.FixtureRequest) -> str:
+    """Which tasks client is the agent."""
+    return needs_fastmcp(str(request.param))
 
 
 @pytest.fixture(scope="module")
@@ -439,19 +455,9 @@ async def served_by_url(node_tools: None, tmp_path_factory: pytest.TempPathFacto
         yield gw
 
 
-@pytest.fixture(scope="module")
-async def chromium() -> AsyncIterator[Any]:
-    """One headless Chromium for the module's approvers."""
-    if not browser.available():
-        if os.environ.get("CI"):
-            pytest.fail(f"interop tests must run in CI: {browser.MISSING}")
-        pytest.skip(browser.MISSING)
-    async with browser.chromium() as launched:
-        yield launched
-
-
-async def approve_on_the_page(chromium: Any, url: str, person: str) -> None:
-    """A person opens the link, signs in with their approver token and presses Approve."""
+@asynccontextmanager
+async def on_the_page(chromium: Any, url: str, person: str) -> AsyncIterator[Any]:
+    """A person's browser on the approval link, signed in with their approver token."""
     context = await chromium.new_context()
     try:
         page = await context.new_page()
@@ -459,11 +465,17 @@ async def approve_on_the_page(chromium: Any, url: str, person: str) -> None:
         await page.fill("input[name=token]", APPROVERS[person])
         await page.click("button[type=submit]")
         await page.wait_for_url(url)
+        yield page
+    finally:
+        await context.close()
+
+
+async def approve_on_the_page(chromium: Any, url: str, person: str) -> None:
+    """A person opens the link, signs in with their approver token and presses Approve."""
+    async with on_the_page(chromium, url, person) as page:
         await page.click("button.approve")
         await page.wait_for_load_state()
         assert "approved" in await page.inner_text("dd.state")
-    finally:
-        await context.close()
 
 
 def outcome(reply: dict[str, Any]) -> dict[str, Any]:
@@ -492,7 +504,7 @@ async def test_a_tasks_client_follows_a_url_mode_write_to_its_result(
     async with driver(task_client, gw, tmp_path / "client.stderr") as (client, ready):
         info = await client.send("info")
         check_era(task_client, ready, info)
-        assert info["serverCapabilities"]["extensions"] == {TASKS: {}}
+        assert info["serverCapabilities"]["extensions"] == {TASKS: {}, TOOL_APPROVAL: {}}
 
         # A preview through the tasks session: nothing to wait for, so the gateway answers it at once.
         previewed = await client.send("taskCall", name=TENANTS.preview_tool, arguments=TENANTS.preview_args())
