@@ -5,7 +5,8 @@ differently shaped ``manage_flags`` one, each wrapped by its own config file. te
 inside the test process (no subprocess, no network); tests/system runs everything as real processes.
 
 Property tests draw as many examples as the hypothesis profile says: ``dev`` (a few, for a fast local run) unless
-CI is set (``ci``: the full count); ``HYPOTHESIS_PROFILE=ci`` runs the full count locally.
+CI is set (``ci``: the full count); ``HYPOTHESIS_PROFILE`` chooses one by name. scripts/test times the unit tier with
+``dev`` and, with CI set, runs the property tests (``-m hypothesis``) again with ``ci``, untimed.
 """
 
 from __future__ import annotations
