@@ -168,8 +168,9 @@ def wait_http(url: str, status: int = 200, seconds: float = 90, host: str | None
 
 
 def after_migrate(migrate: str, gateway: str, seconds: float = 90) -> None:
-    """Wait until compose's migrate step has succeeded, then start the gateway if it stopped meanwhile (it refuses
-    to serve a PostgreSQL store before its tables are there)."""
+    """Wait until compose's migrate step has succeeded, then until the gateway runs: it refuses to serve a
+    PostgreSQL store before its tables are there, and its restart policy brings it back; past the deadline it is
+    started by hand."""
     deadline = time.monotonic() + seconds
     while True:
         state = json.loads(podman("inspect", migrate).stdout)[0]["State"]
@@ -178,8 +179,11 @@ def after_migrate(migrate: str, gateway: str, seconds: float = 90) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{migrate} did not succeed within {seconds:.0f} s:\n{logs(migrate)}")
         time.sleep(0.5)
-    if json.loads(podman("inspect", gateway).stdout)[0]["State"]["Status"] != "running":
-        podman("start", gateway)
+    while json.loads(podman("inspect", gateway).stdout)[0]["State"]["Status"] != "running":
+        if time.monotonic() > deadline:  # its restart policy did not bring it back: start it as an operator would
+            podman("start", gateway)
+            return
+        time.sleep(0.5)
 
 
 def logs(container: str) -> str:
