@@ -76,7 +76,13 @@ def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
 
 
-RETRY_SAME_KEY = {"backend_unavailable", "transport_error", "request_in_progress", "preview_failed"}
+RETRY_SAME_KEY = {
+    "backend_unavailable",
+    "store_unavailable",
+    "transport_error",
+    "request_in_progress",
+    "preview_failed",
+}
 
 
 async def attempt(url: str, tenant: str, key: str, state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -94,10 +100,19 @@ async def attempt(url: str, tenant: str, key: str, state: dict[str, Any]) -> tup
         if result.is_error:
             return str(body.get("code", "?")), body
         if not body.get("replayed"):
-            again = await c.call_tool("reset_tenant", {"planId": state["plan"], "idempotencyKey": key})
+            for _ in range(20):  # a replay refused for a passing reason (the store restarting) is asked again
+                again = await c.call_tool("reset_tenant", {"planId": state["plan"], "idempotencyKey": key})
+                if not again.is_error or _code(again) not in RETRY_SAME_KEY:
+                    break
+                await anyio.sleep(0.3)
             if again.structured_content != {**body, "replayed": True}:
                 return "bad_replay", body
         return "applied", body
+
+
+def _code(result: types.CallToolResult) -> str:
+    block = result.content[0] if result.content else None
+    return str(json.loads(block.text).get("code", "?")) if isinstance(block, types.TextContent) else "?"
 
 
 async def worker(number: int, tenants: list[str], urls: list[str], deadline: float, budget: int, tally: Tally) -> None:

@@ -55,6 +55,7 @@ class Code(StrEnum):
     REQUEST_IN_PROGRESS = "request_in_progress"
     OUTCOME_UNKNOWN = "outcome_unknown"
     BACKEND_UNAVAILABLE = "backend_unavailable"
+    STORE_UNAVAILABLE = "store_unavailable"
     BACKEND_ERROR = "backend_error"
     INTERNAL_ERROR = "internal_error"
     TOO_MANY_SESSIONS = "too_many_sessions"
@@ -224,7 +225,12 @@ MEANINGS: dict[Code, Meaning] = {
         "read `details.current`; never retry with a new key blindly",
     ),
     Code.BACKEND_UNAVAILABLE: Meaning(
-        "the backend (or the shared store) could not be reached; nothing was sent", "retry with the same key"
+        "the backend (`details.backend` names it) could not be reached; nothing was sent", "retry with the same key"
+    ),
+    Code.STORE_UNAVAILABLE: Meaning(
+        "the gateway's own state store (Redis, PostgreSQL) could not be reached; nothing was sent (HTTP 503 with"
+        " this code in `error.data` when it happens while a session opens)",
+        "retry with the same key once it is back; tell the operator if it persists (`/readyz` says `store: down`)",
     ),
     Code.BACKEND_ERROR: Meaning("the backend refused or answered nonsense", "preview again; check the backend"),
     Code.INTERNAL_ERROR: Meaning(

@@ -38,7 +38,8 @@ from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
 
 READY_WAIT_SECONDS = 3.0
-"""How long ``/readyz`` waits for a backend that is being loaded again (its ping is bounded the same way)."""
+"""How long ``/readyz`` waits for a backend that is being loaded again (its ping is bounded the same way) and for
+the store's answer: it answers within about this long, whatever is down."""
 
 
 def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
@@ -76,8 +77,15 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> JSONResponse:
-        backends = await _backends_answer(gw)
-        store = await _store_answers(gw)
+        answers: dict[str, Any] = {}
+
+        async def probe_store() -> None:
+            answers["store"] = await _store_answers(gw)
+
+        async with anyio.create_task_group() as group:  # both bounded by READY_WAIT_SECONDS, side by side
+            group.start_soon(probe_store)
+            backends = await _backends_answer(gw)
+        store = answers["store"]
         up = [name for name, answers in backends.items() if answers]
         overall = "up" if len(up) == len(backends) else "degraded" if up else "down"
         body = {
@@ -166,11 +174,14 @@ async def _count_pending_approvals(gw: Gateway) -> None:
 
 
 async def _store_answers(gw: Gateway) -> bool:
-    try:
-        await gw.store.get_record("(readiness probe)", "(readiness probe)")
-    except Exception:
-        return False
-    return True
+    """Whether the store answers a read within READY_WAIT_SECONDS (a stalled one is down, not a hung probe)."""
+    with anyio.move_on_after(READY_WAIT_SECONDS):
+        try:
+            await gw.store.get_record("(readiness probe)", "(readiness probe)")
+        except Exception:
+            return False
+        return True
+    return False
 
 
 def authorization_servers(config: GatewayConfig) -> list[str]:

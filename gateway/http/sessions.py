@@ -222,7 +222,7 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
             except StoreUnavailable:
                 # The bucket lives in the shared store: fail closed, as a tool call would.
                 message = "The gateway's state store cannot be reached. Retry later."
-                await _refusal(503, Code.BACKEND_UNAVAILABLE, message)(scope, receive, send)
+                await _refusal(503, Code.STORE_UNAVAILABLE, message)(scope, receive, send)
                 return
             if wait > 0:
                 seconds = math.ceil(wait * 10) / 10

@@ -41,9 +41,8 @@ async def answer(gw: Gateway, ctx: ServerRequestContext[Any, Any], params: types
     except ToolError as err:
         return error_result(err, tasks=stateless(ctx.protocol_version))
     except StoreUnavailable:
-        return error_result(
-            ToolError(Code.BACKEND_UNAVAILABLE, "The gateway's state store cannot be reached. Retry later.")
-        )
+        message = "The gateway's state store cannot be reached; nothing was sent. Retry later."
+        return error_result(ToolError(Code.STORE_UNAVAILABLE, message))
     except MCPError:
         raise
     except Exception:

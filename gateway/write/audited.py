@@ -96,13 +96,13 @@ async def decided(call: AuditedCall, arguments: dict[str, Any], decide: Callable
     """Run ``decide`` and leave exactly one audit entry for its decision (none for an interim answer: an
     InputRequiredResult round or a task).
     A refusal is audited with the code the caller sees; a store that fails before the backend call is sent is
-    ``backend_unavailable`` (settle's own failure is handled in gateway.write.driver.record_outcome)."""
+    ``store_unavailable`` (settle's own failure is handled in gateway.write.driver.record_outcome)."""
     call.note(**audited_arguments(arguments))
     try:
         try:
             outcome = await decide()
         except StoreUnavailable:
-            raise ToolError(Code.BACKEND_UNAVAILABLE, STORE_DOWN) from None
+            raise ToolError(Code.STORE_UNAVAILABLE, STORE_DOWN) from None
     except ToolError as err:
         _count_refusal(call, err.wire_code)
         await call.audit(outcome_entry(err))

@@ -1,5 +1,5 @@
 """A PostgreSQL store that goes away around a write, behind a real `serve` and a real backend over HTTP: down
-before the claim, the write is refused backend_unavailable and nothing is sent; restarted while the backend
+before the claim, the write is refused store_unavailable and nothing is sent; restarted while the backend
 writes, the caller hears what the backend did, the process keeps the outcome the database could not take, and
 the retry once the database is back stores it and replays it; its connections dropped mid-write, the outcome is
 recorded on a fresh connection and the retry replays. Never a hang, never a second write."""
@@ -86,7 +86,7 @@ async def test_a_database_down_before_the_claim_or_restarted_mid_write_never_wri
             postgres_server.stop("immediate")
             with anyio.fail_after(30):
                 down = await client.call_tool(PROFILE.write_tool, args)
-            assert error_code(down) == "backend_unavailable"
+            assert error_code(down) == "store_unavailable"
             assert PROFILE.write_count(tmp_path / "backend.db") == 0
             postgres_server.start()
 
@@ -99,7 +99,7 @@ async def test_a_database_down_before_the_claim_or_restarted_mid_write_never_wri
             with anyio.fail_after(60):
                 while True:
                     retry = await client.call_tool(PROFILE.write_tool, args)
-                    if not retry.is_error or error_code(retry) != "backend_unavailable":
+                    if not retry.is_error or error_code(retry) != "store_unavailable":
                         break
                     await anyio.sleep(0.2)
             assert retry.structured_content == {**first.structured_content, "replayed": True}

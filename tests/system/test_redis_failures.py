@@ -55,7 +55,7 @@ async def test_a_paused_redis_refuses_calls_within_seconds_and_recovers_by_itsel
             try:
                 with anyio.fail_after(30):  # generous for a busy machine; main hangs until SIGCONT
                     refused = await client.call_tool(PROFILE.write_tool, args)
-                assert error_code(refused) == "backend_unavailable"
+                assert error_code(refused) == "store_unavailable"
                 assert PROFILE.write_count(db) == 0
             finally:
                 os.kill(server.pid, signal.SIGCONT)
@@ -65,11 +65,11 @@ async def test_a_paused_redis_refuses_calls_within_seconds_and_recovers_by_itsel
 
 
 async def until_answered(call: Callable[[], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
-    """Call until the answer is something other than backend_unavailable (the store is back)."""
+    """Call until the answer is something other than store_unavailable (the store is back)."""
     with anyio.fail_after(60):
         while True:
             result = await call()
-            if error_code_or_none(result) != "backend_unavailable":
+            if error_code_or_none(result) != "store_unavailable":
                 return result
             await anyio.sleep(0.2)
 
@@ -94,7 +94,7 @@ async def test_a_claim_no_replica_acknowledged_is_refused_and_a_failover_mid_wri
             args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
             group.replica.send_signal(signal.SIGSTOP)
             try:
-                assert error_code(await client.call_tool(PROFILE.write_tool, args)) == "backend_unavailable"
+                assert error_code(await client.call_tool(PROFILE.write_tool, args)) == "store_unavailable"
             finally:
                 group.replica.send_signal(signal.SIGCONT)
             assert PROFILE.write_count(db) == 0
@@ -124,7 +124,7 @@ async def test_a_claim_no_replica_acknowledged_is_refused_and_a_failover_mid_wri
                     retry = await client.call_tool(PROFILE.write_tool, args)
                     heard.add(error_code_or_none(retry) or "replayed")
                     await anyio.sleep(0.5)
-            assert heard <= {"request_in_progress", "outcome_unknown", "backend_unavailable", "replayed"}
+            assert heard <= {"request_in_progress", "outcome_unknown", "store_unavailable", "replayed"}
             assert len(results) == 1 and not results[0].is_error  # the caller heard the write it made
             replica.close()
     assert PROFILE.write_count(db) == 1

@@ -503,7 +503,7 @@ async def test_a_redis_outage_refuses_before_anything_is_sent_and_keys_survive_a
                 applied = result_body(await client.call_tool(PROFILE.write_tool, args))
             with redis_process(data, port, aof=True):
                 replayed = result_body(await client.call_tool(PROFILE.write_tool, args))
-    assert error_code(down) == "backend_unavailable"
+    assert error_code(down) == "store_unavailable"
     assert (applied["replayed"], replayed) == (False, {**applied, "replayed": True})
     assert len(answers.prompts) == 1
     assert PROFILE.write_count(db) == 1

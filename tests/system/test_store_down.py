@@ -1,6 +1,6 @@
-"""While the shared store is down (Redis, or PostgreSQL), every tool answers the coded ``backend_unavailable``
-(reads and previews too, not a JSON-RPC error), within seconds, and nothing is written: what docs/deployment.md
-says."""
+"""While the shared store is down (Redis, or PostgreSQL), every tool answers the store's own code,
+``store_unavailable`` (reads and previews too, not a JSON-RPC error, and never the backend's code), within seconds,
+and nothing is written: what docs/deployment.md says."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ DOWN = {
 
 
 @pytest.mark.parametrize("kind", DOWN)
-async def test_every_tool_answers_backend_unavailable_while_the_store_is_down(
+async def test_every_tool_answers_store_unavailable_while_the_store_is_down(
     tmp_path: Path, era: str, kind: str
 ) -> None:
     db = tmp_path / "backend.db"
@@ -39,5 +39,5 @@ async def test_every_tool_answers_backend_unavailable_while_the_store_is_down(
                 written = await client.call_tool(
                     TENANTS.write_tool, {"planId": "pl_" + "a" * 22, "idempotencyKey": new_key()}
                 )
-    assert [error_code(result) for result in (listing, planned, written)] == ["backend_unavailable"] * 3
+    assert [error_code(result) for result in (listing, planned, written)] == ["store_unavailable"] * 3
     assert TENANTS.write_count(db) == 0

@@ -61,8 +61,7 @@ class PostgresKeys(PostgresPool):
         await self._transaction(steps)
 
     async def get_plan(self, plan_id: str, now: float) -> Plan | Expired | None:
-        async with self._connection() as conn:
-            return await _plan(conn, plan_id, now)
+        return await self._run(lambda conn: _plan(conn, plan_id, now))
 
     async def consume_plan(self, plan_id: str) -> bool:
         return await self._count("DELETE FROM plans WHERE plan_id = %s AND in_use_by IS NULL", [plan_id]) == 1
