@@ -17,6 +17,9 @@ holds, the tool's own ``confirm`` applies. A condition reads:
                from its issue on, whether it is then applied, its outcome unknown, or left unused) and pass-through
                writes claimed in them, counted in the store (shared by replicas on Redis); a write does not count
                its own plan against itself
+    rows       the same scopes and windows, summing the rows those writes touch: a statement tool's plan counts
+               the rows its measure counted (other writes count 0), so ``rows.caller.hour + statement.rows >
+               10000`` budgets rows as ``writes`` budgets statements; a write does not count its own rows
     statement  a statement tool's write (gateway.config.statements): its ``class`` (insert, update, delete, ddl,
                truncate), ``keyword``, normalised ``text``, ``digest``, the ``tables`` it touches, those it
                ``written``, the ``functions`` it calls, and the ``rows`` its measure counted; ``{}`` for other tools
@@ -32,14 +35,15 @@ backend that misreports a field picks the mode that field implies. That includes
 two types as merely unequal, so ``target.env != "prod"`` holds for a target whose ``env`` the backend reports as
 ``["prod"]`` (an ordering or arithmetic across types raises, and fails closed). Every other fact has a known type:
 ``summary`` fits the preview's published schema before any rule runs, ``arguments`` fit the input schema,
-``caller``, ``tool`` and ``writes`` are the gateway's own. Protections that must hold whatever the backend says
-belong on ids, arguments and scopes (``arguments``, ``target.id``, ``caller``), which the gateway itself knows.
+``caller``, ``tool``, ``writes`` and ``rows`` are the gateway's own. Protections that must hold whatever the backend
+says belong on ids, arguments and scopes (``arguments``, ``target.id``, ``caller``), which the gateway itself knows.
 (Approver conditions declare their claims' types: gateway/config/claim_types.py.)
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict, dataclass, replace
 from functools import cache
 from typing import Any
@@ -50,6 +54,9 @@ from gateway.errors import UNAVAILABLE, Code, ToolError, authorization_denial
 from gateway.records import WRITE_WINDOWS
 
 log = logging.getLogger(__name__)
+
+COUNTERS = {"writes": re.compile(r"(?<![\w.])writes\b"), "rows": re.compile(r"(?<![\w.])rows\b")}
+"""The counters a condition reads, found by name (``statement.rows`` is a statement's fact, not a counter)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ def denial(choice: Choice, when: str) -> ToolError:
 def rechecked(tool: ConfirmedTool) -> list[ApprovalRule]:
     """The rules evaluated again when the write is called: those that read the write counters, and those the
     operator marked ``recheck``."""
-    return [rule for rule in tool.approval if rule.recheck or "writes" in rule.when]
+    return [rule for rule in tool.approval if rule.recheck or reads_counters(rule.when)]
 
 
 def tightened(choice: Choice, tool: ConfirmedTool, facts: dict[str, Any]) -> Choice:
@@ -150,12 +157,13 @@ def tightened(choice: Choice, tool: ConfirmedTool, facts: dict[str, Any]) -> Cho
     return choice
 
 
-def without_own_plan(writes: dict[str, dict[str, int]], issued_ago: float) -> dict[str, dict[str, int]]:
-    """Counters as a write sees them: a plan is counted when it is issued, so its own count, in each window
-    that still holds it, is taken out (its write must not count against itself)."""
+def without_own_plan(writes: dict[str, dict[str, int]], issued_ago: float, own: int = 1) -> dict[str, dict[str, int]]:
+    """Counters as a write sees them: a plan is counted when it is issued, so its own count (``own``: 1 write, or
+    its rows), in each window that still holds it, is taken out (its write must not count against itself)."""
     return {
         scope: {
-            window: max(0, count - (1 if issued_ago < WRITE_WINDOWS[window] else 0)) for window, count in counts.items()
+            window: max(0, count - (own if issued_ago < WRITE_WINDOWS[window] else 0))
+            for window, count in counts.items()
         }
         for scope, counts in writes.items()
     }
@@ -183,6 +191,7 @@ def facts(
     arguments: dict[str, Any],
     writes: dict[str, dict[str, int]],
     statement: dict[str, Any] | None = None,
+    rows: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
     """What a condition reads (see the module docstring)."""
     return {
@@ -192,13 +201,19 @@ def facts(
         "summary": summary,
         "arguments": arguments,
         "writes": writes,
+        "rows": rows or {},
         "statement": statement or {},
     }
 
 
-def counts_writes(tool: ConfirmedTool) -> bool:
-    """Whether any rule reads the write counters (only then does a preview read them from the store)."""
-    return any("writes" in rule.when for rule in tool.approval)
+def reads_counters(condition: str, counter: str | None = None) -> bool:
+    """Whether a condition reads the counters (``writes`` or ``rows``), or the one named."""
+    return any(pattern.search(condition) for name, pattern in COUNTERS.items() if counter in (None, name))
+
+
+def counts_writes(tool: ConfirmedTool, counter: str | None = None) -> bool:
+    """Whether any rule reads the counters, or the one named (only then does a preview read it from the store)."""
+    return any(reads_counters(rule.when, counter) for rule in tool.approval)
 
 
 def from_plan(record: dict[str, Any] | None, tool: ConfirmedTool) -> Choice:

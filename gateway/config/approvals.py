@@ -22,6 +22,7 @@ RULE_VARIABLES: dict[str, Any] = {
     "summary": {},
     "arguments": {},
     "writes": {scope: {"minute": 0, "hour": 0, "day": 0} for scope in ("caller", "tool", "caller_tool", "all")},
+    "rows": {scope: {"minute": 0, "hour": 0, "day": 0} for scope in ("caller", "tool", "caller_tool", "all")},
     "statement": {
         "class": "",
         "keyword": "",
@@ -70,7 +71,7 @@ class ApprovalRule(Model):
     notify: str | None = None
     """A webhook of [approvals.webhooks] told about every approval this rule asks for (url mode)."""
     recheck: bool = False
-    """Evaluate this rule again when the write is called (rules that read ``writes`` always are)."""
+    """Evaluate this rule again when the write is called (rules that read ``writes`` or ``rows`` always are)."""
     on_error: Literal["form", "typed", "url", "deny"] | None = None
     """The mode when the condition cannot be evaluated; unset: the strictest of this and every later rule and the
     tool's own confirm (gateway/approvals/policy.py)."""

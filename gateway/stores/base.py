@@ -165,12 +165,14 @@ class Counters(Protocol):
         """Take one token from a rate-limit bucket: 0 when taken, else the seconds until one is free."""
         ...
 
-    async def count_write(self, scopes: list[str], now: float) -> None:
-        """Count one write (applied or outcome unknown) under each scope, for the last WRITE_WINDOWS."""
+    async def count_write(self, scopes: list[str], now: float, rows: int = 0) -> None:
+        """Count one write (applied or outcome unknown) touching ``rows`` rows under each scope, for the last
+        WRITE_WINDOWS."""
         ...
 
-    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
-        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``."""
+    async def recent_writes(self, scopes: list[str], now: float, rows: bool = False) -> dict[str, dict[str, int]]:
+        """Per scope, the writes counted within each of WRITE_WINDOWS before ``now``; with ``rows``, the sum of
+        the rows they touched instead."""
         ...
 
 

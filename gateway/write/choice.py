@@ -10,7 +10,8 @@
                gateway_denials_total say so
 
 The rules themselves are pure (gateway.approvals.policy); this module reads what they need from the store and
-the request: the counters (gateway.stores ``recent_writes``) and the caller's identity.
+the request: the counters (gateway.stores ``recent_writes``: writes, and the rows they touch) and the caller's
+identity.
 """
 
 from __future__ import annotations
@@ -40,13 +41,22 @@ State = Callable[[], Awaitable[dict[str, Any]]]
 """Reads the target as the backend reports it now (only when a rule is evaluated)."""
 
 
-async def counters(gw: Parts, caller: str, tool: str, issued_ago: float | None = None) -> dict[str, dict[str, int]]:
+async def counters(
+    gw: Parts, caller: str, tool: str, issued_ago: float | None = None, rows: int | None = None
+) -> dict[str, dict[str, int]]:
     """The write counters a condition reads, by scope name; ``issued_ago`` (a planned write: how long ago its plan
-    was issued, and counted) takes the write's own plan out."""
+    was issued, and counted) takes the write's own plan out. With ``rows`` (the write's own rows), the rows those
+    writes touched instead of their number."""
     scopes = scopes_for(caller, tool)
-    counted = await gw.store.recent_writes(list(scopes.values()), gw.clock())
+    counted = await gw.store.recent_writes(list(scopes.values()), gw.clock(), rows=rows is not None)
     writes = {name: counted[scope] for name, scope in scopes.items()}
-    return writes if issued_ago is None else without_own_plan(writes, issued_ago)
+    return writes if issued_ago is None else without_own_plan(writes, issued_ago, 1 if rows is None else rows)
+
+
+def _rows_of(statement: dict[str, Any] | None) -> int:
+    """The rows a write counts in the ``rows`` budgets: a statement's measured rows, else 0."""
+    rows = (statement or {}).get("rows")
+    return rows if isinstance(rows, int) and not isinstance(rows, bool) and rows > 0 else 0
 
 
 async def at_preview(
@@ -68,7 +78,7 @@ async def at_preview(
         await trail.append(gw.store, entries.denied(gw.clock(), caller, name, target, choice.rule))
         raise denial(choice, "at preview")
     # A plan counts against the budgets from its issue on, so previewing ahead of a write buys nothing.
-    await gw.store.count_write(list(scopes_for(caller, name).values()), gw.clock())
+    await gw.store.count_write(list(scopes_for(caller, name).values()), gw.clock(), _rows_of(statement))
     return choice
 
 
@@ -91,8 +101,9 @@ async def _first_holding(
     """The first rule that holds for the calling caller (failing closed), else the tool's own ``confirm``; the
     counters are read only when a rule reads them."""
     caller = _caller(gw)
-    writes = await counters(gw, caller["id"], name) if counts_writes(tool) else {}
-    choice, _ = choose(tool, facts(caller, name, target, state, summary, arguments, writes, statement))
+    writes = await counters(gw, caller["id"], name) if counts_writes(tool, "writes") else {}
+    rows = await counters(gw, caller["id"], name, rows=0) if counts_writes(tool, "rows") else {}
+    choice, _ = choose(tool, facts(caller, name, target, state, summary, arguments, writes, statement, rows))
     return choice
 
 
@@ -111,8 +122,10 @@ async def tightened_now(
     ``choice`` wins, and a ``deny`` refuses."""
     if not rechecked(tool):
         return choice
-    writes = await counters(call.gw, call.caller, call.name, issued_ago)
-    seen = facts(_caller(call.gw), call.name, target, await state(), summary, arguments, writes, statement)
+    writes = await counters(call.gw, call.caller, call.name, issued_ago) if counts_writes(tool, "writes") else {}
+    own_rows = _rows_of(statement)
+    rows = await counters(call.gw, call.caller, call.name, issued_ago, own_rows) if counts_writes(tool, "rows") else {}
+    seen = facts(_caller(call.gw), call.name, target, await state(), summary, arguments, writes, statement, rows)
     return _refused_if_denied(call, tightened(choice, tool, seen), "now (its counters moved since its mode was chosen)")
 
 

@@ -197,3 +197,26 @@ async def test_a_big_delete_followed_as_a_task_runs_once_after_people_approve_it
     assert done["status"] == "completed"
     assert done["result"]["structuredContent"]["rowsReported"] == 5
     assert switches.writes() == [plan.structured_content["statement"]] and counts(database) == {**SEEDED, "rows": 3}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_rows_budget_counts_each_plans_rows_from_its_issue_and_never_a_writes_own(
+    tmp_path: Path, database: Path, switches: Switches, era: str
+) -> None:
+    """The attack: an agent splits a large delete into previews that each stay under a per-statement limit. The
+    ``rows`` budget counts the rows of every plan from its issue, so the plan that would pass the hour's budget is
+    denied at preview, nothing runs; a write already planned within the budget still runs (it never counts its
+    own rows against itself)."""
+    budget = {"name": "rows-per-hour", "when": "rows.caller.hour + statement.rows > 6", "mode": "deny"}
+    async with sql_gateway(data(tmp_path, approval=[budget]), database, switches) as gw:
+        five = (await preview(gw, era, "DELETE FROM rows WHERE tenant_id = 'tn_a'")).structured_content
+        one = (await preview(gw, era, "DELETE FROM rows WHERE payload = 'b1'")).structured_content
+        refused = await preview(gw, era, "DELETE FROM rows WHERE payload = 'b3'")
+        assert five["approval"] == one["approval"] == {"mode": "form"}
+        assert error_code(refused) == "denied" and error_body(refused)["details"] == {"rule": "rows-per-hour"}
+        assert switches.writes() == [] and counts(database) == SEEDED
+
+        async with connect(gw, era, Answers("accept")) as client:
+            done = await client.call_tool("execute_statement", {"planId": five["planId"], "idempotencyKey": new_key()})
+        assert not done.is_error, done.content
+        assert counts(database)["rows"] == SEEDED["rows"] - 5

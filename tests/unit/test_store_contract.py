@@ -294,6 +294,27 @@ class StoreContract:
         assert taken[:2] == [0.0, 0.0] and taken[2] > 0
         assert await store.take_token("bob\n*", 0.001, 2, now) == 0.0  # another caller's bucket is full
 
+    async def test_counted_writes_and_their_rows_are_summed_per_scope_and_window(self, store: Store) -> None:
+        now = time.time()
+        await store.count_write(["caller:alice", "all"], now - 7200, rows=500)  # out of the hour, in the day
+        await store.count_write(["caller:alice", "all"], now - 30, rows=12)
+        await store.count_write(["caller:bob", "all"], now - 5)  # a write that touches no counted rows
+        scopes = ["caller:alice", "caller:bob", "all", "caller:nobody"]
+        writes = await store.recent_writes(scopes, now)
+        rows = await store.recent_writes(scopes, now, rows=True)
+        assert writes == {
+            "caller:alice": {"minute": 1, "hour": 1, "day": 2},
+            "caller:bob": {"minute": 1, "hour": 1, "day": 1},
+            "all": {"minute": 2, "hour": 2, "day": 3},
+            "caller:nobody": {"minute": 0, "hour": 0, "day": 0},
+        }
+        assert rows == {
+            "caller:alice": {"minute": 12, "hour": 12, "day": 512},
+            "caller:bob": {"minute": 0, "hour": 0, "day": 0},
+            "all": {"minute": 12, "hour": 12, "day": 512},
+            "caller:nobody": {"minute": 0, "hour": 0, "day": 0},
+        }
+
     async def test_a_target_lock_admits_one_holder_at_a_time(self, store: Store) -> None:
         await _assert_exclusive([store] * 4, "tn_a")
 

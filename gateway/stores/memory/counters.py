@@ -1,5 +1,5 @@
-"""The in-memory store's counters: rate-limit buckets and, per scope, the times of the writes counted in the last
-day."""
+"""The in-memory store's counters: rate-limit buckets and, per scope, the times (and rows) of the writes counted
+in the last day."""
 
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ class MemoryCounters(MemoryMaps):
     def __init__(self, keys: ChainKeys | None = None) -> None:
         super().__init__(keys)
         self._buckets = LocalBuckets()
-        self._writes: dict[str, list[float]] = {}
+        self._writes: dict[str, list[tuple[float, int]]] = {}
 
     async def take_token(self, bucket: str, per_second: float, burst: int, now: float) -> float:
         return self._buckets.take(bucket, per_second, burst, now)
 
-    async def count_write(self, scopes: list[str], now: float) -> None:
+    async def count_write(self, scopes: list[str], now: float, rows: int = 0) -> None:
         for scope in scopes:
-            kept = [at for at in self._writes.get(scope, []) if at > now - WRITE_WINDOWS["day"]]
-            self._writes[scope] = [*kept, now]
+            kept = [(at, n) for at, n in self._writes.get(scope, []) if at > now - WRITE_WINDOWS["day"]]
+            self._writes[scope] = [*kept, (now, rows)]
 
-    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
+    async def recent_writes(self, scopes: list[str], now: float, rows: bool = False) -> dict[str, dict[str, int]]:
         return {
             scope: {
-                window: sum(1 for at in self._writes.get(scope, []) if now - seconds < at <= now)
+                window: sum(n if rows else 1 for at, n in self._writes.get(scope, []) if now - seconds < at <= now)
                 for window, seconds in WRITE_WINDOWS.items()
             }
             for scope in scopes

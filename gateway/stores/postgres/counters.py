@@ -1,5 +1,6 @@
 """The PostgreSQL store's counters: ``buckets`` (rate limits refilled on the database's clock, one statement per
-take; UNLOGGED, so a server crash leaves them full) and ``writes`` (one row per counted write, purged after a day)."""
+take; UNLOGGED, so a server crash leaves them full) and ``writes`` (one row per counted write with the rows it
+touched, purged after a day)."""
 
 from __future__ import annotations
 
@@ -29,23 +30,30 @@ class PostgresCounters(PostgresPool):
         row = await self._one(TAKE_TOKEN, {"name": bucket, "rate": per_second, "burst": float(burst), "full": full})
         return float(row[0]) if row is not None else 0.0
 
-    async def count_write(self, scopes: list[str], now: float) -> None:
+    async def count_write(self, scopes: list[str], now: float, rows: int = 0) -> None:
         async def steps(conn: Conn) -> None:
             await conn.execute(
                 "DELETE FROM writes WHERE scope = ANY(%s) AND at <= %s", [scopes, now - WRITE_WINDOWS["day"]]
             )
-            await conn.execute("INSERT INTO writes (scope, at) SELECT unnest(%s::text[]), %s", [scopes, now])
+            await conn.execute(
+                "INSERT INTO writes (scope, at, rows) SELECT unnest(%s::text[]), %s, %s", [scopes, now, rows]
+            )
 
         await self._transaction(steps)
 
-    async def recent_writes(self, scopes: list[str], now: float) -> dict[str, dict[str, int]]:
-        windows = ", ".join(f"count(*) FILTER (WHERE at > %(now)s - {seconds!r})" for seconds in WRITE_WINDOWS.values())
-        rows = await self._rows(
+    async def recent_writes(self, scopes: list[str], now: float, rows: bool = False) -> dict[str, dict[str, int]]:
+        measure = (
+            "coalesce(sum(rows) FILTER (WHERE at > %(now)s - {}), 0)"
+            if rows
+            else "count(*) FILTER (WHERE at > %(now)s - {})"
+        )
+        windows = ", ".join(measure.format(repr(seconds)) for seconds in WRITE_WINDOWS.values())
+        found_rows = await self._rows(
             f"SELECT scope, {windows} FROM writes WHERE scope = ANY(%(scopes)s) AND at <= %(now)s"
             f" AND at > %(now)s - {max(WRITE_WINDOWS.values())!r} GROUP BY scope",
             {"scopes": scopes, "now": now},
         )
         counts = {scope: dict.fromkeys(WRITE_WINDOWS, 0) for scope in scopes}
-        for scope, *found in rows:
+        for scope, *found in found_rows:
             counts[scope] = {window: int(count) for window, count in zip(WRITE_WINDOWS, found, strict=True)}
         return counts

@@ -20,7 +20,7 @@ Tables, in one file (``journal_mode=WAL``, ``synchronous=FULL``)::
     nonces       nonce -> purge_at                       single use of a 2026 confirmation state within its TTL
     audit        id -> entry                             the chain (gateway.audit.chain), in append order
     approvals    approval_id -> body, rev, expires_at, requested_at, purge_at   the approval page's writes waiting
-    writes       (scope, at), one row per write          blast-radius counters; rows older than a day purged
+    writes       (scope, at, rows), one row per write    blast-radius counters; rows older than a day purged
     tasks        task_id -> body, caller, key, status, rev, expires_at     MCP tasks; purged once expired
     sessions     session_id -> body, created_at, expires_at   approvers signed in on the page; purged once expired
 

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (caller, key);
 CREATE INDEX IF NOT EXISTS tasks_live ON tasks (status, expires_at);
 """
-ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT")}
+ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT"), "writes": ("rows INTEGER NOT NULL DEFAULT 0",)}
 """Columns added after the first release: a file made before them gets them at open."""
 
 
