@@ -8,4 +8,7 @@
 The write path's side (creating the approval, telling the client, waiting for the decision) is
 gateway/write/ask/people.py; the page people use is gateway/http/page/. Approvals live in the store, so any
 replica serves the page and the retry.
+
+Imported by the write package, the tools, the MCP surface (gateway.mcp), the HTTP page, the runtime and the CLI;
+imports config, identity, stores, records, errors, signing and text, never the write package or an edge.
 """

@@ -11,4 +11,7 @@
 ``published``, ``risk``, ``schemas``, ``patterns`` and ``answers`` are pure apart from reading the config; ``live``
 does the I/O of loading (through the backend clients) and runs in the gateway's background. The tools and the write
 package read what it built.
+
+Imported by the tools, the write package, the MCP surface, the runtime and the CLI; imports config, backend,
+records, errors and text.
 """

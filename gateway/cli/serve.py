@@ -1,7 +1,7 @@
 """``mcp-safety-gateway serve``: the gateway over HTTP (uvicorn on a socket bound first) or stdio, with the approval
 page beside a stdio gateway, and the refusals and warnings it says before it starts.
 
-Over HTTP the socket is bound before anything else starts (gateway/http/listen.py), then the gateway opens its
+Over HTTP the socket is bound before anything else starts (gateway/http/sockets.py), then the gateway opens its
 store, recovers keys a crash left in flight, and serves until SIGTERM. Over stdio the approval page, when a tool
 can ask for people and ``public_url`` names no other gateway, is served on ``approvals.page_listen`` or on the
 loopback port kept in the state directory (``approval-page.port``), so the links an agent already showed still
@@ -52,7 +52,7 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
-    from gateway.http.listen import ListenError, bound_socket
+    from gateway.http.sockets import ListenError, bound_socket
 
     try:
         sock = bound_socket(args.host, args.port)
@@ -182,7 +182,7 @@ async def approval_page(gw: Gateway) -> AsyncIterator[None]:
     import uvicorn
 
     from gateway.http.app import build_page_app
-    from gateway.http.listen import bound_socket, kept_port_socket
+    from gateway.http.sockets import bound_socket, kept_port_socket
 
     config = gw.config
     url_tools = [name for name, tool in config.tools.items() if "url" in tool.modes()]

@@ -13,6 +13,15 @@ names); this module joins them into ``GatewayConfig``, has each tool check its r
 (``tomlfile`` writes it, and says what TOML's own error leaves unsaid). The tool models are told apart in one place
 only, the kind registry (gateway.tools.kinds).
 
+Smaller pieces the models share: ``godtool`` (what makes a tool a god-tool, read from its definition),
+``paths`` (where a config's relative paths point, and where the gateway keeps its state), ``expressions`` (dotted
+paths into backend JSON and ``{name}`` templates), ``claim_types`` (the declared types of approver claims, so a
+condition fails closed across types), ``loopback`` (whether a name or URL stays on this machine) and
+``store_url`` (what the config checks of a store URL before any store is opened).
+
+Imported by nearly every package (the config is the root of the import graph: it imports only errors, records,
+statements and text, so any module may read it).
+
 Backends: one ``[backend]`` table (named ``default``), or several ``[backends.NAME]`` tables (or both, the
 table being ``default``). With several, every tool and lookup names its backend (``backend = "NAME"``); a write
 tool is served by its preview's backend.

@@ -1,5 +1,5 @@
 """The HTTP face: streamable HTTP at /mcp (stateful; an SSE stream for the calls that may ask a 2025 client, one JSON
-body for everything else: gateway/http/sessions.py), health probes, and,
+body for everything else: gateway/http/answer_modes.py), health probes, and,
 with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
 ``WWW-Authenticate``). Every route, including any added here later, sits behind gateway/http/edge.py's checks:
 they wrap the whole app, not a route."""
@@ -29,9 +29,9 @@ from starlette.types import ASGIApp, ExceptionHandler
 
 from gateway.config import GatewayConfig
 from gateway.errors import StoreUnavailable
+from gateway.http.answer_modes import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.http.bodies import BodyCap
 from gateway.http.edge import EdgeGuard, security_settings, trusted_proxies
-from gateway.http.sessions import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.verifiers import build_verifier
 from gateway.mcp.server import build_server

@@ -4,5 +4,5 @@
     metrics  bounded labels only (tool names from config, codes from gateway.errors)
     tracing  spans, off unless the OTEL_* environment turns them on
 
-Stdlib and the exporters only: every other folder may import these.
+Imports the standard library and the exporters only, so every other folder may import these.
 """

@@ -1,5 +1,5 @@
 """Over real HTTP, a 2025-11-25 session gets one JSON body for every request except a call to a write tool,
-which gets the SSE stream its confirmation prompt travels on (gateway/http/sessions.py).
+which gets the SSE stream its confirmation prompt travels on (gateway/http/answer_modes.py).
 
 These tests also guard the two private mcp 2.3 hooks that module builds on: if an SDK release changes them,
 the answer modes recorded here change and the tests say so."""

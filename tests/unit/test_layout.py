@@ -41,6 +41,23 @@ def test_the_top_of_the_package_holds_few_modules_and_every_folder_says_its_role
         assert docstring, f"{folder.relative_to(ROOT)}/__init__.py has no docstring stating its role"
 
 
+def test_every_folders_docstring_names_its_modules_and_each_top_folder_says_who_imports_it() -> None:
+    package = ROOT / "gateway"
+    unnamed, silent = {}, []
+    for init in sorted(package.rglob("__init__.py")):
+        folder = init.parent
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        parts = {path.stem for path in folder.glob("*.py")} - {"__init__", "__main__"}
+        parts |= {path.name for path in folder.iterdir() if path.is_dir() and any(path.glob("*.py"))}
+        missing = sorted(name for name in parts if not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", docstring))
+        if missing:
+            unnamed[str(folder.relative_to(ROOT))] = missing
+        if folder.parent == package and not re.search(r"\b[Ii]mport(s|ed)\b", docstring):
+            silent.append(str(folder.relative_to(ROOT)))
+    assert unnamed == {}, "each folder's docstring names every module and folder in it"
+    assert silent == [], "each top folder's docstring says who may import it (and what it imports)"
+
+
 KIND_MODELS = set(get_args(get_args(ToolConfig)[0]))
 KIND_CLASSES = {model.__name__ for model in KIND_MODELS} | {"ToolKind", "ConfirmedTool"}
 """Every tool config model (from the config's own union, so a new kind is scanned for too) and their bases."""

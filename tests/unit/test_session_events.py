@@ -1,5 +1,6 @@
 """The pure parts of per-request answer modes: which requests get a stream, and the bounded event store that
-lets a dropped write stream resume (gateway/http/sessions.py; over real HTTP: tests/system/test_http_sessions.py)."""
+lets a dropped write stream resume (gateway/http/answer_modes.py; over real HTTP:
+tests/system/test_http_sessions.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 from mcp_types import JSONRPCNotification
 
-from gateway.http.sessions import SessionEventStore, stream_for_tools
+from gateway.http.answer_modes import SessionEventStore, stream_for_tools
 
 pytestmark = pytest.mark.anyio
 
