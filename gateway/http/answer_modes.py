@@ -54,7 +54,7 @@ from mcp.server.streamable_http import (
     StreamId,
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCMessage, JSONRPCResponse
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCMessage, JSONRPCResponse
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
@@ -221,8 +221,9 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
                 wait = await self._limits.take_token(caller)
             except StoreUnavailable:
                 # The bucket lives in the shared store: fail closed, as a tool call would.
-                message = "The gateway's state store cannot be reached. Retry later."
-                await _refusal(503, Code.STORE_UNAVAILABLE, message)(scope, receive, send)
+                # The caller did nothing wrong: a server-side error (-32603), with the code a tool call would get.
+                message = "The gateway's state store cannot be reached; no session was opened. Retry later."
+                await _refusal(503, Code.STORE_UNAVAILABLE, message, rpc=INTERNAL_ERROR)(scope, receive, send)
                 return
             if wait > 0:
                 seconds = math.ceil(wait * 10) / 10
@@ -262,15 +263,17 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
 
 
-def _refusal(status: int, code: Code | None, message: str, retry_after: float | None = None) -> Response:
-    """An HTTP refusal with a JSON-RPC error whose ``data`` carries the gateway's code, if it has one (and the
-    wait, if known)."""
+def _refusal(
+    status: int, code: Code | None, message: str, retry_after: float | None = None, rpc: int = INVALID_REQUEST
+) -> Response:
+    """An HTTP refusal with a JSON-RPC error (``rpc``: -32600 unless the fault is the server's) whose ``data``
+    carries the gateway's code, if it has one (and the wait, if known)."""
     data: dict[str, Any] = {} if code is None else {"code": code.value}
     headers = {}
     if retry_after is not None:
         data["retryAfterSeconds"] = retry_after
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
-    error = ErrorData(code=INVALID_REQUEST, message=message, **({"data": data} if data else {}))
+    error = ErrorData(code=rpc, message=message, **({"data": data} if data else {}))
     body = JSONRPCError(jsonrpc="2.0", id=None, error=error)
     return Response(
         body.model_dump_json(by_alias=True, exclude_unset=True),

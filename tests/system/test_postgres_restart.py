@@ -2,7 +2,8 @@
 stopped and started again (the backend never is).
 
 While it is down, every replica's ``/readyz`` answers within its bound and says ``"store": "down"``, and a call
-answers the store's own code, ``store_unavailable``, never the backend's. Once it is back, each replica's first
+answers the store's own code, ``store_unavailable``, never the backend's; so does a session that cannot open
+(HTTP 503, JSON-RPC -32603). Once it is back, each replica's first
 call is served: the session the restart ended is replaced and the statement run again (SQLSTATE 57P01 says it
 never ran), and a pool still backing off its reconnects does not keep the call waiting
 (gateway/stores/postgres/pool.py)."""
@@ -64,6 +65,19 @@ async def readiness(port: int) -> tuple[float, int, dict[str, object]]:
     return time.monotonic() - started, answer.status_code, answer.json()
 
 
+async def open_session(port: int) -> httpx2.Response:
+    """A 2025-11-25 ``initialize`` over plain HTTP: it opens a session, which takes a token from the store."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        return await http.post(f"http://127.0.0.1:{port}/mcp", json=request, headers=headers)
+
+
 async def test_after_a_database_restart_every_replica_serves_its_first_call_and_the_store_is_named_meanwhile(
     tmp_path: Path, postgres_server: PostgresServer, postgres_url: str, era: str
 ) -> None:
@@ -80,6 +94,11 @@ async def test_after_a_database_restart_every_replica_serves_its_first_call_and_
                 with anyio.fail_after(TIMEOUT + 10):
                     down = await client.call_tool(PROFILE.list_tool, {})
                 assert error_code(down) == "store_unavailable", down.content
+
+            opening = await open_session(replicas[0][0])
+            assert opening.status_code == 503, opening.text
+            assert opening.json()["error"]["code"] == -32603  # the server's fault, not an invalid request
+            assert opening.json()["error"]["data"] == {"code": "store_unavailable"}
 
             postgres_server.start()
             for port, client in replicas:
