@@ -13,7 +13,7 @@ transports in ``transports``, each stopping at ``backend.max_result_bytes`` whil
 (payload template in, data at a path out) is interpreted by its own model (gateway.config.mapping); ``reads``
 turns the read actions into targets, listings and lookups. ``sql`` sends statements to a statement-executing
 server's own tools (a read, a measure, a write), and ``sql_answers`` reads what such a server answers, by its
-shape.
+shape. ``actions`` reads what a god-tool says of its own actions (the valid ones its refusal lists).
 
 Imported by the tools, the write package, the catalog, the runtime and the CLI (``check``, ``inspect``); imports
 config, statements, records, errors, observability and text, never a package that serves callers.

@@ -1,7 +1,9 @@
 """The catalog as the backends allow it now: one part per backend, each loaded, watched and reloaded on its own.
 
 A part is what the published tools need from one backend: that it answers (a ping), its ``tools/list`` when a
-pass-through tool relays one of its tools, and the lookups read from it (input enums). Each part moves on its own:
+pass-through tool relays one of its tools, the lookups read from it (input enums), and, where the operator lets the
+gateway ask (``probe_actions``), the god-tool actions it states it has (a planned write whose action is not among
+them is not published, nor its preview). Each part moves on its own:
 
     new     never loaded: ``serve`` waits for its first load before it answers anyone (``settle``); a call of
             its tools waits for that load, a listing for at most LIST_WAIT seconds after it began (clients list
@@ -35,7 +37,7 @@ import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 
-from gateway.backend import Backend, BackendUnavailable, unreachable
+from gateway.backend import Backend, BackendUnavailable, OutcomeLost, actions, unreachable
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import Catalog, PublishedTool, build_catalog, needs
 from gateway.config import GatewayConfig
@@ -74,6 +76,12 @@ class Part:
         self.state: State = "new"
         self.listing: list[types.Tool] = []
         self.tables: dict[str, dict[str, Any]] = {}
+        self.probes_actions = config.backend_sections()[name].probe_actions and any(
+            tool.writes and not tool.relays and config.backend_of(tool_name) == name
+            for tool_name, tool in config.tools.items()
+        )
+        self.actions: list[str] | None = None
+        """The god-tool actions this backend states are all it has (``probe_actions``), when it states them."""
         self._loaded = loaded
         self._running: anyio.Event | None = None
         self._started_at = self._ended_at = -float("inf")
@@ -150,11 +158,20 @@ class Part:
         try:
             listing = await self.backend.list_tools() if self.lists else []
             tables = {key: await self.reader.lookup(key, lookup, fresh=True) for key, lookup in self.lookups.items()}
+            stated = await self._stated_actions() if self.probes_actions else None
         except (BackendUnavailable, ToolError) as exc:
             log.warning("backend %s: its tools cannot be built: %s", self.name, type(exc).__name__)
             return False
-        self.listing, self.tables = listing, tables
+        self.listing, self.tables, self.actions = listing, tables, stated
         return True
+
+    async def _stated_actions(self) -> list[str] | None:
+        """The actions the god-tool's refusal of one that cannot exist lists (gateway.backend.actions)."""
+        try:
+            reply = await self.backend.read(actions.IMPOSSIBLE, {})
+        except OutcomeLost:
+            return None
+        return actions.listed_in(reply.text) if reply.is_error else None
 
 
 class LiveCatalog:
@@ -248,7 +265,8 @@ class LiveCatalog:
             if not part.up
             for key in part.lookups
         }
-        self.built = build_catalog(self.config, tables, listings, failures)
+        stated = {name: part.actions for name, part in self.parts.items() if part.up and part.actions is not None}
+        self.built = build_catalog(self.config, tables, listings, failures, stated)
         published = frozenset(self.published())
         if published != self._published:
             self._published = published

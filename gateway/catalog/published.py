@@ -102,24 +102,49 @@ def build_catalog(
     lookups: Mapping[str, Mapping[str, Any]],
     listings: Mapping[str, list[types.Tool]] | None = None,
     failures: Mapping[str, ToolError] | None = None,
+    actions: Mapping[str, list[str]] | None = None,
 ) -> Catalog:
     """Every configured tool that can be built, ready to list and validate against. ``lookups`` supplies enum values,
-    ``listings`` each backend's own tools; ``failures`` says which of those could not be read, and why."""
+    ``listings`` each backend's own tools; ``failures`` says which of those could not be read, and why; ``actions``
+    the god-tool actions a backend stated are all it has (its refusal of an action that cannot exist)."""
     tools, unavailable, misfits = {}, {}, {}
+    unknown = unknown_actions(config, actions or {})
     for name in config.tools:
         failed = [(failures or {})[need] for need in needs(config, name) if need in (failures or {})]
         if failed:
             unavailable[name] = failed[0]
             continue
         try:
+            if name in unknown:
+                raise unknown[name]
             tools[name] = publish(config, name, lookups, listings or {})
         except Misfit as misfit:
             log.error("%s is not published: %s", name, misfit)
             misfits[name] = misfit
+            sentence = f" ({misfit})" if name in unknown else ""
             unavailable[name] = ToolError(
-                Code.BACKEND_ERROR, f"{name} does not fit what its backend offers; the operator must fix its config."
+                Code.BACKEND_ERROR,
+                f"{name} does not fit what its backend offers{sentence}; the operator must fix its config.",
             )
     return Catalog(tools, unavailable, misfits)
+
+
+def unknown_actions(config: GatewayConfig, actions: Mapping[str, list[str]]) -> dict[str, Misfit]:
+    """The planned writes whose god-tool action their backend says it does not have, and their previews: neither
+    is published, so no plan is issued and nobody is asked to approve a write that can only fail."""
+    found: dict[str, Misfit] = {}
+    for name, tool in config.tools.items():
+        preview, valid = tool.plans_from(), actions.get(config.backend_of(name))
+        if not tool.writes or tool.relays or preview is None or valid is None:
+            continue
+        action = tool.backend_action(name)
+        if action not in valid:
+            listed = ", ".join(quoted(known) for known in valid[:20])
+            misfit = Misfit(
+                f"tools.{name}.call.action", f"{quoted(action)} is not one of the backend's actions: {listed}"
+            )
+            found[name] = found[preview] = misfit
+    return found
 
 
 def publish(

@@ -11,5 +11,4 @@ sessions   ``approvals sessions [--revoke ID] [--person P]``: the operator's lis
 call/      ``call`` and ``tools``: a terminal MCP client that answers prompts at the keyboard
 inspect/   ``inspect``: look at any MCP server and draft the config that wraps it
 migrate    ``migrate``: a PostgreSQL store's schema, and the schema check ``serve``, ``check`` and ``audit`` make
-actions    what a god-tool's schema says its actions are (shared by ``check`` and ``inspect``)
 """

@@ -6,10 +6,11 @@ prints the published tools, then their risk (gateway.catalog.risk). Write action
 gateway's own state is never opened: a check run beside a live gateway changes nothing (no store, no key file, no
 recovery).
 
-A write action's name is verified without calling it (gateway.cli.actions): against the god-tool's input schema
+A write action's name is verified without calling it (gateway.backend.actions): against the god-tool's input schema
 when it enumerates its actions; otherwise, only when the operator asks (``--probe-actions``), by calling the
-god-tool with an action that cannot exist and finding the name in the refusal's list of valid actions;
-otherwise the check warns that the action is unverified.
+god-tool with an action that cannot exist and reading the refusal: a name missing from the list of valid actions
+it states is refused (``serve`` does not publish that write either: gateway.catalog.live), and where it states no
+list, a name it does not mention is a warning that the action is unverified.
 
 What is checked of one tool is its kind's (gateway.tools.kinds: a read's list, a preview's target read, the action
 a write would call); this module runs those steps in order for each backend and prints what they found.
@@ -24,12 +25,11 @@ from contextlib import AsyncExitStack
 import anyio
 from mcp_types import Tool
 
-from gateway.backend import Backend, BackendUnavailable, OutcomeLost
+from gateway.backend import Backend, BackendUnavailable, OutcomeLost, actions
 from gateway.backend.client import McpBackend
 from gateway.backend.reads import TargetReader
 from gateway.catalog.published import PublishedTool
 from gateway.catalog.risk import RISK_META
-from gateway.cli import actions
 from gateway.config import GatewayConfig
 from gateway.config.godtool import enumerated
 from gateway.errors import ToolError
@@ -222,10 +222,14 @@ async def _check_write_actions(probe: Probe, god: Tool, report: Report, writes: 
     argument = probe.section.action_argument
     listed = enumerated(god.input_schema, argument)
     source = f"the enum of {probe.section.tool}.{argument}"
+    complete = listed is not None  # a list of every action (the schema's enum, or one a refusal states)
     if listed is None and probe.probe_actions:
         refusal = await _refusal_of_an_impossible_action(probe)
         if refusal is not None:
-            listed, source = actions.named_in(refusal, writes.values()), "its refusal of an action that cannot exist"
+            stated = actions.listed_in(refusal)
+            complete = stated is not None
+            listed = stated if stated is not None else actions.named_in(refusal, writes.values())
+            source = "its refusal of an action that cannot exist"
     for name, action in writes.items():
         key = f"tools.{name}.call.action"
         if listed is None:
@@ -233,10 +237,11 @@ async def _check_write_actions(probe: Probe, god: Tool, report: Report, writes: 
             report.warnings.append(f"{key}: {action!r} is unverified (the god-tool does not list its actions){hint}")
         elif action in listed:
             report.notes.append(f"tools.{name} would call {action!r}, listed in {source} (never called by check)")
-        elif source.startswith("its refusal"):
-            report.warnings.append(f"{key}: {action!r} is unverified: {source} does not name it")
+        elif complete:
+            valid = ", ".join(repr(name) for name in listed)
+            report.problem(key, f"{action!r} is not one of the god-tool's actions ({valid}, as {source} says)")
         else:
-            report.problem(key, f"{action!r} is not one of the god-tool's actions {sorted(listed)}")
+            report.warnings.append(f"{key}: {action!r} is unverified: {source} does not name it")
 
 
 async def _refusal_of_an_impossible_action(probe: Probe) -> str | None:

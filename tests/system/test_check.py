@@ -118,7 +118,7 @@ def no_probe(data: dict[str, Any]) -> None:
     data["backend"].pop("probe_actions")
 
 
-def test_a_write_action_no_schema_lists_is_a_warning_unless_a_probe_is_asked_for(tmp_path: Path) -> None:
+def test_an_unlisted_write_action_is_a_warning_until_a_probe_is_asked_for_and_then_a_typo_fails(tmp_path: Path) -> None:
     code, output = run_check(TENANTS, tmp_path / "plain", no_probe)
     assert code == 0, output
     assert f"WARN  tools.{TENANTS.write_tool}.call.action: 'reseed' is unverified" in output
@@ -131,8 +131,9 @@ def test_a_write_action_no_schema_lists_is_a_warning_unless_a_probe_is_asked_for
     assert "would call 'reseed', listed in its refusal" in output
     assert "WARN" not in output
     code, output = run_check(TENANTS, tmp_path / "typo", misname_the_write(TENANTS), "--probe-actions")
-    assert code == 0, output
-    assert f"WARN  tools.{TENANTS.write_tool}.call.action: 'reseedx' is unverified" in output
+    assert code == 1, output  # the refusal states every valid action, and this one is not among them
+    assert f"FAIL  tools.{TENANTS.write_tool}.call.action: 'reseedx' is not one of the god-tool's actions" in output
+    assert "'reseed'" in output and "as its refusal of an action that cannot exist says" in output
 
 
 def test_a_probe_whose_refusal_lists_nothing_leaves_the_write_action_unverified(tmp_path: Path) -> None:
