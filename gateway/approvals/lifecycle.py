@@ -124,7 +124,9 @@ class Shown(StrEnum):
     WAITING = "waiting"
     """Nobody has decided yet (the approval is pending)."""
     APPROVED = "approved"
-    """Approved; the agent's call has not carried it out yet (it waits for the agent's retry)."""
+    """Approved; no call of the agent waits on it now: it runs when the agent retries with the same key."""
+    RUNNING = "running"
+    """Approved, and a call of the agent waits on it (``waits_until``): the write runs now."""
     APPLIED = "applied"
     """Approved, and the write ran."""
     NOT_APPLIED = "not_applied"
@@ -149,7 +151,9 @@ def shown(approval: Approval, now: float) -> Shown:
         return Shown.EXPIRED
     result = approval.result
     if result is None:
-        return Shown.APPROVED if now < approval.expires_at else Shown.EXPIRED
+        if now >= approval.expires_at:
+            return Shown.EXPIRED
+        return Shown.RUNNING if approval.waits_until is not None and now < approval.waits_until else Shown.APPROVED
     return Shown.APPLIED if result.get("outcome") == "applied" else Shown.NOT_APPLIED
 
 

@@ -385,7 +385,7 @@ async def test_after_approve_the_page_says_the_write_ran_and_shows_the_requester
         assert re.search(r"\b(EST|EDT|GMT-[45])\b", local), local
         await page.click("button.approve")
         await page.wait_for_load_state()
-        assert await page.inner_text("h1") == "Approved: the write has not run yet"
+        assert await page.inner_text("h1") == "Approved: waiting for the agent to call again"
         await screenshot(page, "approval-approved.png", tmp_path)
         assert TENANTS.write_count(site.db) == before
         applied = await client.call_tool("reset_tenant", args)
@@ -426,3 +426,21 @@ async def test_the_list_keeps_what_was_decided_apart_and_shows_every_argument(si
     shown = [await link.get_attribute("href") for link in await page.locator("tbody a").all()]
     assert f"/approvals/{ids[0]}" in shown and f"/approvals/{ids[1]}" not in shown
     assert (TENANTS.write_count(site.db), TENANTS.snapshot(site.db, TENANTS.spare)) == before
+
+
+async def test_on_a_phone_the_list_and_the_write_show_the_question_and_the_state_without_scrolling_sideways(
+    site: Site,
+) -> None:
+    async with await agent(site, "2026-07-28") as client:
+        plan = await preview(client, TENANTS, TENANTS.spare, 1)
+        pending = await client.call_tool("reset_tenant", {"planId": plan["planId"], "idempotencyKey": new_key()})
+        assert error_code(pending) == "approval_pending"
+    phone = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+    page = await signed_in(site, f"{site.urls[0]}/approvals", "carol", **phone)
+    for url in (f"{site.urls[0]}/approvals", error_body(pending)["details"]["url"]):
+        await page.goto(url)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= 390, url
+        for selector in ("td.question, p.question", "td.state, dd.state"):
+            box = await page.locator(selector).first.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (url, selector, box)
+    assert "This write is destructive" in await page.inner_text("p.consequence")

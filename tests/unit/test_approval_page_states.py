@@ -10,8 +10,10 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
 
 from gateway.approvals.lifecycle import approval_id_for
@@ -62,12 +64,20 @@ async def test_after_approve_the_page_says_whether_the_write_ran(world: World, e
     async with signed_in(world) as user:
         approved = await user.decide(approval_id, "approve")
         page = await user.http.get(approved.headers["location"])
-        assert heading(page.text) == "Approved: the write has not run yet"
+        waiting = await user.http.get(f"/approvals/{approval_id}")
+        assert "<dd>Reset a tenant <code>reset_tenant</code></dd>" in waiting.text  # the tool's title
+        assert "This write is destructive: it deletes or replaces what the target holds, and it cannot be undone." in (
+            waiting.text
+        )
+        # No call of the agent waits on it (its client cannot open links): it runs at the agent's retry.
+        assert heading(page.text) == "Approved: waiting for the agent to call again"
+        assert '<dd class="state approved">approved: waiting for the agent&#39;s retry</dd>' in page.text
         assert 'http-equiv="refresh"' in page.text  # it looks again by itself until the write ran
         assert await retried(world, args, era) is None
         page = await user.http.get(f"/approvals/{approval_id}")
         version = TENANTS.version(world.db, TENANTS.main)
         assert heading(page.text) == "Approved and applied"
+        assert '<dd class="state applied">applied</dd>' in page.text  # the facts say what the heading says
         assert f"version {version} after it" in page.text and 'http-equiv="refresh"' not in page.text
         listed = await user.http.get("/approvals", params={"show": "applied"})
         waiting = await user.http.get("/approvals")
@@ -137,3 +147,27 @@ async def test_rows_show_every_argument_the_question_and_the_targets_reported_na
         assert "<b>" not in html and "\u202e" not in html and "\x1b" not in html
         assert f"rows in {TENANTS.spare} and load fixture" in html  # the question
     assert "fixture=&#34;empty&#34;" in listing.text
+
+
+async def test_an_approval_a_call_waits_on_says_running_now_until_the_write_ran(world: World, era: str) -> None:
+    """A client that opens the link keeps its call waiting: the page says the write runs now, not that it waits
+    for a retry; once it ran, applied."""
+    pages: list[str] = []
+
+    async def person_approves_and_looks(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        approval_id = params.url.rsplit("/", 1)[1]
+        async with signed_in(world) as user:
+            approved = await user.decide(approval_id, "approve")
+            pages.append((await user.http.get(approved.headers["location"])).text)
+        return types.ElicitResult(action="accept")
+
+    async with connect(world.gw, era, person_approves_and_looks) as client:
+        plan = await preview(client, TENANTS, TENANTS.other)
+        result = await client.call_tool(TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()})
+    assert not result.is_error, result.content
+    assert [heading(page) for page in pages] == ["Approved: running now"]
+    assert '<dd class="state running">approved: running now</dd>' in pages[0]
+    async with signed_in(world) as user:
+        after = await user.http.get(f"/approvals/{approval_id_for(plan['planId'])}")
+    assert heading(after.text) == "Approved and applied"

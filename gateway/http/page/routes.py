@@ -47,7 +47,7 @@ from gateway.http.page.api import ApprovalApi, api_answer
 from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
 from gateway.http.page.login import Approver, LoginFailed, OidcClient
 from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Sessions, Signer
-from gateway.http.page.views import FILTERS, Row, headline, rows
+from gateway.http.page.views import FILTERS, Row, headline, label, rows, tool_facts
 from gateway.http.page.views import filters as view_filters
 from gateway.records import Approval, ApproverSession
 from gateway.runtime import Gateway
@@ -267,10 +267,11 @@ class ApprovalPage:
             session,
             approval=approval,
             approved=approved_by(approval),
-            state=current.value,
+            state=label(shown(approval, now)),
             shown=shown(approval, now).value,
             headline=headline(approval, now),
-            refresh=shown(approval, now) is Shown.APPROVED,
+            tool=tool_facts(self.gw, approval.tool),
+            refresh=shown(approval, now) in (Shown.APPROVED, Shown.RUNNING),
             own=own,
             can_decide=current is State.PENDING and authorized and not own and not decided,
             notice=notice,

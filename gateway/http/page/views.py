@@ -5,6 +5,7 @@ as a person, the target by its reported name, times that a small script also sho
               rejected, cancelled, expired, all; newest first, each as the store keeps approvals (an hour past expiry)
     Row       one approval as a row of the list or of a Reject confirmation
     headline  the detail page's title and the sentence under it, by where the write stands
+    ToolFacts the tool's title and what its write does, in words, from its published annotations and risk
     filters   the Jinja filters the templates use; every value from outside escaped (gateway/text.py)
 
 Nothing here decides anything: the states come from gateway.approvals.lifecycle.
@@ -18,6 +19,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from gateway.approvals.lifecycle import Shown, State, may_decide, shown, state
+from gateway.catalog.risk import RISK_META
 from gateway.identity.person import audited, readable_person
 from gateway.identity.principal import decode, readable
 from gateway.records import TOMBSTONE_SECONDS, Approval
@@ -26,7 +28,7 @@ from gateway.text import escaped, printable, quoted, rfc3339
 
 FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
     "waiting": ("Waiting", frozenset({Shown.WAITING})),
-    "approved": ("Approved, not yet run", frozenset({Shown.APPROVED})),
+    "approved": ("Approved, not yet run", frozenset({Shown.APPROVED, Shown.RUNNING})),
     "applied": ("Applied", frozenset({Shown.APPLIED})),
     "not_applied": ("Approved, not applied", frozenset({Shown.NOT_APPLIED})),
     "rejected": ("Rejected", frozenset({Shown.REJECTED})),
@@ -38,6 +40,7 @@ FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
 LABELS = {
     Shown.WAITING: "waiting",
     Shown.APPROVED: "approved: waiting for the agent's retry",
+    Shown.RUNNING: "approved: running now",
     Shown.APPLIED: "applied",
     Shown.NOT_APPLIED: "approved, not applied",
     Shown.REJECTED: "rejected",
@@ -80,10 +83,15 @@ def headline(approval: Approval, now: float) -> tuple[str, str]:
     result = approval.result or {}
     if where is Shown.WAITING:
         return "Approve this write?", ""
+    if where is Shown.RUNNING:
+        return "Approved: running now", (
+            "The agent's call was waiting for this approval and runs the write now. This page looks again every "
+            "few seconds."
+        )
     if where is Shown.APPROVED:
-        return "Approved: the write has not run yet", (
-            "It runs when the agent's call comes back for it (a waiting call does at once; otherwise its retry "
-            f"with the same key), until {rfc3339(approval.expires_at)}. This page looks again every few seconds."
+        return "Approved: waiting for the agent to call again", (
+            "No call of the agent is waiting for it now: the write runs when the agent retries with the same key, "
+            f"until {rfc3339(approval.expires_at)}. This page looks again every few seconds."
         )
     if where is Shown.APPLIED:
         version = f", version {result['version']} after it" if result.get("version") is not None else ""
@@ -100,6 +108,35 @@ def headline(approval: Approval, now: float) -> tuple[str, str]:
     if state(approval, now) is State.APPROVED:
         return "Expired: nothing was written", "It was approved, and the agent did not use it before the plan expired."
     return "Expired: nothing was written", "Nobody decided before it expired."
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What the page says of the tool a write calls: its title, and what the write does in words."""
+
+    title: str | None
+    sentence: str
+
+
+def tool_facts(gw: Gateway, name: str) -> ToolFacts:
+    """The tool's title and a sentence from its published annotations and risk (gateway.catalog.risk): whether
+    the write is destructive, whether it can be undone, whether it reaches beyond its backend."""
+    published = gw.live.published().get(name)
+    if published is None:
+        return ToolFacts(None, "Its backend is not answering right now; the write cannot run until it is back.")
+    tool = published.tool
+    hints, risk = tool.annotations, dict((tool.meta or {}).get(RISK_META) or {})
+    title = tool.title or (hints.title if hints is not None else None)
+    if hints is not None and hints.destructive_hint:
+        undo = "it cannot be undone" if risk.get("reversibility") == "none" else "only a person can undo it"
+        sentence = f"This write is destructive: it deletes or replaces what the target holds, and {undo}."
+    else:
+        sentence = "This write changes the target without deleting what it holds."
+    if hints is not None and hints.open_world_hint:
+        sentence += " It also reaches systems beyond the gateway's backend."
+    if risk.get("riskLevel"):
+        sentence += f" Risk: {risk['riskLevel']}."
+    return ToolFacts(title, sentence)
 
 
 def _not_applied(result: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -272,8 +272,22 @@ def _can_open_urls(ctx: ServerRequestContext[Any, Any]) -> bool:
     return elicitation is not None and elicitation.url is not None
 
 
+async def held(gw: Parts, approval: Approval, until: float) -> Approval:
+    """The approval marked as waited on by a call of its caller until ``until`` (at most its expiry), so that the
+    page says the write runs as soon as it is approved. Best effort: a decision stored meanwhile wins (the mark is
+    not made), and the mark decides nothing."""
+    until = min(until, approval.expires_at)
+    if approval.waits_until is not None and approval.waits_until >= until:
+        return approval
+    marked = replace(approval, waits_until=until)
+    if await gw.store.replace_approval(marked):
+        return replace(marked, rev=approval.rev + 1)
+    return await gw.store.get_approval(approval.approval_id) or approval
+
+
 async def _pushed(ctx: ServerRequestContext[Any, Any], request: ApprovalAsk, approval: Approval, gw: Parts) -> State:
     """2025-11-25: push the link, then wait for the decision; tell the client when it came."""
+    approval = await held(gw, approval, gw.clock() + request.timeout)
     link = _link(request, approval, waits_until=min(gw.clock() + request.timeout, approval.expires_at))
     try:
         with anyio.fail_after(request.timeout):
@@ -300,6 +314,7 @@ async def _stateless_round(
     """2026-07-28: ask with the link; on each retry wait a while; still pending, ask the client to call again."""
     asked_at = _asked_at(params, request)
     if asked_at is None:
+        approval = await held(gw, approval, gw.clock() + request.timeout)
         return _input_required(request, approval, gw.clock(), with_link=True)
     answer = (params.input_responses or {}).get(ANSWER_KEY)
     if isinstance(answer, types.ElicitResult) and answer.action != "accept":

@@ -95,6 +95,7 @@ async def open_task(
             Code.IDEMPOTENCY_KEY_REUSED,
             "This idempotencyKey already belongs to a task for another plan. Use a new key for a new plan.",
         )
+    await people.held(gw, approval, approval.expires_at)  # the task resumes the write once it is approved
     return stored
 
 
