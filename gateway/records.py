@@ -237,6 +237,9 @@ class Approval:
     cancelled_at: float | None = None
     """When the caller cancelled the write before it was claimed (``tasks/cancel``): the approval is ended, and
     no decision is taken after it (gateway/approvals/lifecycle.py)."""
+    digest: str | None = None
+    """The digest of the facts people approve (gateway.approvals.digest): the write runs only while its facts
+    still hash to it."""
     waits_until: float | None = None
     """Until when a call of the caller waits on this approval and runs the write as soon as it is approved (a
     pushed 2025-11-25 link, 2026-07-28 rounds, an MCP task that resumes by itself): the page says "running now"

@@ -82,9 +82,11 @@ def new_approval(
     rule: str | None = None,
     caller_display: str | None = None,
     target_name: str | None = None,
+    digest: str | None = None,
 ) -> Approval:
     """The approval a url-mode write asks for: the plan's facts, open until the plan expires."""
     return Approval(
+        digest=digest,
         caller_display=caller_display,
         target_name=target_name,
         approval_id=approval_id_for(plan.plan_id),

@@ -9,7 +9,11 @@
     refused        refused            any other refusal, with the code the caller saw
                    repeated           the refusals of one minute counted instead of stored (gateway.audit.floods)
     denied         denied             a ``deny`` rule refused a preview (gateway.write.choice)
+    proposed       proposed           a url-mode write's approval made: the plan and the question as shown
+                                      (gateway.write.ask.people)
     approval       approval           one person's decision on the approval page (gateway.http.page.decisions)
+    returned       returned           what the caller of a write people approved was answered, after its
+                                      executed entry (applied, unknown, backend_error; gateway.write.driver)
     cancelled      cancelled          a task cancelled before its write could run (gateway.mcp.tasks)
     trimmed        trimmed            ``audit trim``'s checkpoint (gateway.audit.chain)
 
@@ -40,6 +44,8 @@ BACKEND_ERROR = "backend_error"
 REFUSED = "refused"
 DENIED = "denied"
 APPROVAL = "approval"
+PROPOSED = "proposed"
+RETURNED = "returned"
 CANCELLED = "cancelled"
 TRIMMED = "trimmed"
 
@@ -55,7 +61,11 @@ OUTCOMES = {
     " entry per caller, tool, code and minute, then one with `extra.repeats`",
     DENIED: "a `deny` rule refused a preview: no plan was issued (`extra.rule`; `extra.mode` deny). A deny at write"
     " time is `refused` with the code `denied`",
+    PROPOSED: "a url-mode write asked people for approval: the plan and the question exactly as the page shows it"
+    " (`extra.question`, `extra.factsDigest`)",
     APPROVAL: "one person's decision on the approval page (`confirmation` approve or reject, `extra.approver`)",
+    RETURNED: "what the caller of a write people approved was answered, after the entry of the backend call"
+    " (`applied`, `unknown`, `backend_error`): `code`, or none for a result (`extra.answered`)",
     CANCELLED: "a url-mode write's task cancelled before people decided (a tool-approval task: before its write was"
     " claimed): its plan and its approval ended, nothing was written (`target`, `extra.task`, `extra.why`)",
     TRIMMED: "`audit trim`'s checkpoint: the seq and hash of the last entry it deleted (`extra.trimmed_through`,"
@@ -173,6 +183,7 @@ def _about(approval: Approval, at: float, outcome: str, confirmation: str | None
     """An entry about an approval: its caller, tool, plan, target and version, the mode and rule that asked for
     people, then ``extra``, then the approval's id."""
     rule = {"rule": approval.rule} if approval.rule is not None else {}
+    digest = {"factsDigest": approval.digest} if approval.digest is not None else {}
     facts = Facts(
         approval.caller,
         approval.tool,
@@ -180,7 +191,7 @@ def _about(approval: Approval, at: float, outcome: str, confirmation: str | None
         target=approval.target,
         version_before=approval.version,
         confirmation=confirmation,
-        extra={"mode": "url", **rule, **extra, "approval": approval.approval_id},
+        extra={"mode": "url", **rule, **extra, **digest, "approval": approval.approval_id},
     )
     return _of(facts, at, outcome)
 
@@ -188,6 +199,16 @@ def _about(approval: Approval, at: float, outcome: str, confirmation: str | None
 def approval(approval: Approval, at: float, approver: dict[str, Any], verdict: str) -> AuditEntry:
     """One person's decision on the page (``approver``: gateway.identity.person.audited)."""
     return _about(approval, at, APPROVAL, verdict, approver=approver)
+
+
+def proposed(approval: Approval, at: float) -> AuditEntry:
+    """A url-mode write's approval made: the first of its events (the question as the page shows it)."""
+    return _about(approval, at, PROPOSED, None, question=approval.message)
+
+
+def returned(facts: Facts, at: float, code: str | None) -> AuditEntry:
+    """What the caller of an approved write was answered (``code``; None for a result), after its executed entry."""
+    return _of(replace(facts, extra={**facts.extra, "answered": code or "result"}), at, RETURNED, code)
 
 
 def cancelled(task: Task, at: float, why: str, target: str | None) -> AuditEntry:

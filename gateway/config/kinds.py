@@ -210,6 +210,14 @@ class ConfirmedTool(ToolKind):
         asks += [(rule.approvers, rule.four_eyes) for rule in self.approval if rule.mode == "url"]
         return "multi" if any(approvers > 1 or four_eyes for approvers, four_eyes in asks) else "single"
 
+    def policy_of(self, rule: str | None) -> dict[str, Any]:
+        """The definition of the rule named (or, for None, of the tool's own confirm) as a person's approval binds
+        it (gateway.approvals.digest: its version is part of what they approve)."""
+        for each in self.approval:
+            if each.name == rule:
+                return each.model_dump(mode="json")
+        return {"confirm": self.confirm, "approvers": self.approvers, "four_eyes": self.four_eyes}
+
     def modes(self) -> set[str]:
         """Every confirmation mode a write of this tool can get."""
         on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}

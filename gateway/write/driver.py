@@ -33,6 +33,7 @@ import anyio
 
 from gateway.approvals import results
 from gateway.approvals.policy import Choice
+from gateway.audit import entries, trail
 from gateway.backend import BackendUnavailable, OutcomeLost, unreachable
 from gateway.config import ConfirmedTool
 from gateway.crashpoints import crash_point
@@ -181,12 +182,17 @@ async def apply_claimed(write: ClaimedWrite[Any], plan: Plan, record: KeyRecord)
     is also kept on its approval, for the page (approvals.results)."""
     if not write.approved:
         return await _apply(write, plan, record)
+    gw = write.gw
     try:
         answer = await _apply(write, plan, record)
     except ToolError as refusal:
-        await results.refused(write.gw.store, plan.plan_id, refusal, write.gw.clock(), past_approval=True)
+        await results.refused(gw.store, plan.plan_id, refusal, gw.clock(), past_approval=True)
+        if refusal.code in (Code.OUTCOME_UNKNOWN, Code.BACKEND_ERROR):  # it was executed: say what was answered
+            await trail.append(gw.store, entries.returned(write.facts, gw.clock(), refusal.wire_code))
         raise
-    await results.applied(write.gw.store, plan.plan_id, answer, write.gw.clock())
+    await results.applied(gw.store, plan.plan_id, answer, gw.clock())
+    if not answer.get("replayed"):
+        await trail.append(gw.store, entries.returned(write.facts, gw.clock(), None))
     return answer
 
 

@@ -170,7 +170,17 @@ async def _confirmed(
             plan_id, call.caller, call.name, target, None, arguments, {}, gw.clock() + config.prompt_timeout_seconds
         )
     asked = await ask(
-        call, ctx, params, plan, key, message, choice, config.prompt_timeout_seconds, ready=_nothing, start_over=None
+        call,
+        ctx,
+        params,
+        plan,
+        key,
+        message,
+        choice,
+        config.prompt_timeout_seconds,
+        ready=_nothing,
+        start_over=None,
+        policy=config.policy_of(choice.rule),
     )
     return plan if asked is None else asked
 

@@ -136,6 +136,7 @@ async def _confirmed(
         call.config.prompt_timeout_seconds,
         ready=lambda: call.target_name(plan),
         start_over=preview_name,
+        policy=call.config.policy_of(choice.rule),
     )
     if asked is not None:
         return asked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -82,8 +83,24 @@ class Answers:
 
     @property
     def messages(self) -> list[str]:
-        """The text of every prompt so far."""
-        return [prompt.message for prompt in self.prompts]
+        """The question of every prompt so far: a form's message without the facts' digest it ends with."""
+        return [question_of(prompt.message) for prompt in self.prompts]
+
+
+FACTS_DIGEST = re.compile(r" \(facts digest (?:[0-9a-f]{4} ){3}[0-9a-f]{4}\)$")
+"""How a form's question ends: the short form of the digest of the facts it asks about (gateway.approvals.digest)."""
+
+
+def question_of(message: str) -> str:
+    """A prompt's question without the digest a form ends with (a url elicitation's message has none)."""
+    return FACTS_DIGEST.sub("", message)
+
+
+def without_digest(extra: dict[str, Any]) -> dict[str, Any]:
+    """An audit entry's ``extra`` without its ``factsDigest`` (a SHA-256, checked to be one)."""
+    digest = extra.get("factsDigest")
+    assert digest is None or re.fullmatch(r"[0-9a-f]{64}", digest), digest
+    return {name: value for name, value in extra.items() if name != "factsDigest"}
 
 
 NOT_A_YES = [

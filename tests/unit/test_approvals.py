@@ -22,11 +22,22 @@ from gateway.config import parse_config
 from gateway.http.app import build_app
 from gateway.runtime import Gateway
 from tests.support.approvals import PageUser, approvals_section, url_mode
-from tests.support.clients import Clock, connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.clients import (
+    Clock,
+    connect,
+    error_body,
+    error_code,
+    new_key,
+    preview,
+    running_gateway,
+    without_digest,
+)
 from tests.support.configs import config_data
 from tests.support.profiles import Profile
 
 pytestmark = pytest.mark.anyio
+
+BOB = {"issuer": "static", "subject": "bob", "display": "Bob"}
 PAGE = "https://127.0.0.1:8443"
 
 
@@ -91,10 +102,13 @@ async def test_a_client_that_cannot_open_urls_gets_approval_pending_and_writes_o
     assert applied.structured_content is not None and applied.structured_content["replayed"] is False
     assert again.structured_content == {**applied.structured_content, "replayed": True}
     assert profile.write_count(world.db) == before + 1
-    outcomes = [(e.outcome, e.code, e.extra) for e in await audit_of(world.gw, args["idempotencyKey"])]
+    found = await audit_of(world.gw, args["idempotencyKey"])
+    assert len({e.extra["factsDigest"] for e in found if "factsDigest" in e.extra}) == 1  # one digest, every event
+    outcomes = [(e.outcome, e.code, without_digest(e.extra)) for e in found]
     assert outcomes == [
         ("refused", "approval_pending", {"mode": "url"}),  # a refusal once the mode was chosen names it
         ("applied", None, {"mode": "url", "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}]}),
+        ("returned", None, {"mode": "url", "approvers": [BOB], "answered": "result"}),  # what the caller heard
         ("replayed", None, {}),
     ]
 

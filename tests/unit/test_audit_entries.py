@@ -34,6 +34,8 @@ def made_by_each_constructor() -> dict[str, list[AuditEntry]]:
         "repeated": [entries.repeated(first, 3, 1)],
         "denied": [entries.denied(1.0, "agent", "reset_tenant", "tn_a", "spent")],
         "approval": [entries.approval(APPROVAL, 1.0, {"issuer": "static", "subject": "bob"}, "approve")],
+        "proposed": [entries.proposed(APPROVAL, 1.0)],
+        "returned": [entries.returned(FACTS, 1.0, None), entries.returned(FACTS, 1.0, "outcome_unknown")],
         "cancelled": [entries.cancelled(TASK, 1.0, "cancelled by the caller", "tn_a")],
         "trimmed": [entries.trimmed(first, 4, 1.0, 2.0)],
     }

@@ -22,7 +22,17 @@ from gateway.http.app import build_app
 from gateway.runtime import Gateway
 from gateway.write.passthrough import implied_plan_id
 from tests.support.approvals import PageUser, approvals_section
-from tests.support.clients import Answers, Clock, connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.clients import (
+    Answers,
+    Clock,
+    connect,
+    error_body,
+    error_code,
+    new_key,
+    preview,
+    running_gateway,
+    without_digest,
+)
 from tests.support.configs import together_data
 from tests.support.profiles import FLAGS, TENANTS
 
@@ -78,7 +88,9 @@ async def approve_as(world: World, who: str, approval_id: str, verdict: str = "a
 
 
 async def audit_of(gw: Gateway, key: str) -> list[tuple[str, str | None, dict[str, Any]]]:
-    return [(e.outcome, e.code, e.extra) async for e in gw.store.audit_entries() if e.idempotency_key == key]
+    return [
+        (e.outcome, e.code, without_digest(e.extra)) async for e in gw.store.audit_entries() if e.idempotency_key == key
+    ]
 
 
 @changes(URL)
@@ -103,6 +115,7 @@ async def test_a_url_mode_passthrough_write_waits_for_a_person_and_writes_once(w
         ("refused", "approval_pending", {"mode": "url"}),
         ("refused", "approval_pending", {"mode": "url"}),
         ("applied", None, {"mode": "url", "approvers": [BOB]}),
+        ("returned", None, {"mode": "url", "approvers": [BOB], "answered": "result"}),
         ("replayed", None, {}),
     ]
     refusals = {"tool": "describe_flag", "mode": "url", "rule": "(tool)", "code": "approval_pending"}

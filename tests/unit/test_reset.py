@@ -52,7 +52,7 @@ async def test_a_confirmed_write_applies_once_and_reports_the_new_version(
     assert profile.version(db, profile.main) == version + 1
     assert profile.applied(db, profile.main, profile.choices[1])
     assert profile.write_count(db) == before + 1
-    assert [prompt.message for prompt in answers.prompts] == [profile.message(plan)]
+    assert answers.messages == [profile.message(plan)]
 
 
 async def test_a_retried_write_applies_once_replays_and_does_not_ask_again(

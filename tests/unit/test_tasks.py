@@ -26,7 +26,16 @@ from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
 from tests.support import tasks
 from tests.support.approvals import PageUser, approvals_section, url_mode
-from tests.support.clients import Clock, connect, error_body, error_code, new_key, preview, running_gateway
+from tests.support.clients import (
+    Clock,
+    connect,
+    error_body,
+    error_code,
+    new_key,
+    preview,
+    running_gateway,
+    without_digest,
+)
 from tests.support.configs import config_data
 from tests.support.profiles import Profile
 
@@ -100,12 +109,20 @@ async def test_a_url_mode_write_is_a_task_written_once_after_a_person_approves(w
     assert replay.structured_content == {**done["result"]["structuredContent"], "replayed": True}
     assert profile.write_count(world.db) == before[0] + 1
     entries = [
-        (e.outcome, e.extra)
+        (e.outcome, without_digest(e.extra))
         async for e in world.gw.store.audit_entries()
         if e.idempotency_key == args["idempotencyKey"]
     ]
     assert entries == [
         ("applied", {"mode": "url", "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}]}),
+        (
+            "returned",
+            {
+                "mode": "url",
+                "approvers": [{"issuer": "static", "subject": "bob", "display": "Bob"}],
+                "answered": "result",
+            },
+        ),
         ("replayed", {}),
     ]
 
@@ -142,7 +159,10 @@ async def test_a_cancelled_task_is_listed_under_its_target(world: World, profile
         await tasks.cancel(client, created["taskId"])
     entries = [entry async for entry in world.gw.store.audit_entries()]
     listed = [entry for entry in entries if display.matches(entry, target=profile.main, caller=None, since=None)]
-    assert [(entry.outcome, entry.idempotency_key) for entry in listed] == [("cancelled", args["idempotencyKey"])]
+    assert [(entry.outcome, entry.idempotency_key) for entry in listed] == [
+        ("proposed", None),  # the approval was asked for, then the task cancelled
+        ("cancelled", args["idempotencyKey"]),
+    ]
     assert "cancelled" in display.table(listed)
 
 

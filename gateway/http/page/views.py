@@ -18,6 +18,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from gateway.approvals.digest import short
 from gateway.approvals.lifecycle import Shown, State, may_decide, shown, state
 from gateway.catalog.risk import RISK_META
 from gateway.identity.person import audited, readable_person
@@ -172,4 +173,11 @@ def label(where: Shown) -> str:
 def filters() -> dict[str, Any]:
     """The filters the templates use beside the text ones (gateway.text); ``printable`` shows a whole text (a
     statement a person approves), every hidden character spelled out, nothing cut."""
-    return {"requester": requester, "time": time_tag, "label": label, "quoted": quoted, "printable": printable}
+    return {
+        "requester": requester,
+        "time": time_tag,
+        "label": label,
+        "quoted": quoted,
+        "printable": printable,
+        "short_digest": short,
+    }

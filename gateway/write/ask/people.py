@@ -38,6 +38,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 
+from gateway.approvals.digest import short
 from gateway.approvals.lifecycle import (
     WAIT_META,
     State,
@@ -49,6 +50,7 @@ from gateway.approvals.lifecycle import (
     state,
 )
 from gateway.approvals.policy import Choice
+from gateway.audit import entries, trail
 from gateway.errors import AVAILABLE, UNAVAILABLE, Code, ToolError, approval_hints, authorization_denial
 from gateway.identity.caller import current_display, current_person
 from gateway.protocol import stateless
@@ -84,10 +86,19 @@ class ApprovalAsk:
     caller_display: str | None = None
     target_name: str | None = None
     """Shown on the page beside the requester and the target (gateway.records.Approval)."""
+    digest: str | None = None
+    """The digest of the facts people approve, as this call computes them (gateway.approvals.digest)."""
 
 
 def ask_for(
-    gw: Parts, plan: Plan, key: str, message: str, choice: Choice, timeout: float, target_name: str | None
+    gw: Parts,
+    plan: Plan,
+    key: str,
+    message: str,
+    choice: Choice,
+    timeout: float,
+    target_name: str | None,
+    digest: str | None = None,
 ) -> ApprovalAsk:
     """What a url-mode write asks the approval page for: the plan, the caller as a person (and the name shown for
     them), the target's name as the backend reported it, the rule's approvers, four eyes and webhook."""
@@ -109,6 +120,7 @@ def ask_for(
         max_pending=gw.config.approvals.max_pending_per_caller,
         announce=announce,
         timeout=timeout,
+        digest=digest,
     )
 
 
@@ -149,10 +161,13 @@ async def approval_for(request: ApprovalAsk, gw: Parts) -> Approval:
             rule=request.rule,
             caller_display=request.caller_display,
             target_name=request.target_name,
+            digest=request.digest,
         )
         found = await store.put_approval(made)
-        if found == made and request.announce is not None and request.page_url is not None:
-            request.announce(found, approval_url(request.page_url, found.approval_id))
+        if found == made:
+            await trail.append(store, entries.proposed(found, now))
+            if request.announce is not None and request.page_url is not None:
+                request.announce(found, approval_url(request.page_url, found.approval_id))
     if not binds(found, plan):
         raise ToolError(Code.NOT_CONFIRMED, "The approval on record is for other facts. Nothing was changed.")
     return found
@@ -181,6 +196,8 @@ ENDED = {
 
 def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approval:
     if current is State.APPROVED:
+        if approval.digest is None or approval.digest != request.digest:
+            raise _facts_moved(approval, request)
         return approval
     if current in ENDED:
         raise ToolError(
@@ -190,6 +207,19 @@ def _verdict(approval: Approval, current: State, request: ApprovalAsk) -> Approv
             authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
         )
     raise _pending(approval, request)
+
+
+def _facts_moved(approval: Approval, request: ApprovalAsk) -> ToolError:
+    """What people approved no longer hashes to this write's facts (its question, its rule or the rule's definition
+    changed since, or the approval on record is not what the page stored): nothing runs."""
+    approved = "none" if approval.digest is None else short(approval.digest)
+    now = "none" if request.digest is None else short(request.digest)
+    return ToolError(
+        Code.PLAN_STALE,
+        f"The facts people approved (digest {approved}) are not this write's facts now (digest {now}): the question"
+        " or the rule that asked for approval changed since. Nothing was changed; preview again and ask again.",
+        details={"approvalId": approval.approval_id, "approvedDigest": approval.digest, "digest": request.digest},
+    )
 
 
 def _ended(approval: Approval, current: State) -> dict[str, Any]:
@@ -258,6 +288,8 @@ def _link(
     """The url elicitation for an approval: the question, the page's link, and (pushed, 2025-11-25) how long this
     call waits. The 2026-07-28 wire has no ``_meta`` on an embedded request: the SDK drops it, so none is sent."""
     wait = {"approvalId": approval.approval_id, "expiresAt": rfc3339(approval.expires_at)}
+    if approval.digest is not None:
+        wait["digest"] = short(approval.digest)
     return types.ElicitRequestURLParams(
         message=request.message,
         url=approval_url(request.page_url or "", approval.approval_id),

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
+from gateway.approvals.digest import digest_of, facts_of, short
 from gateway.approvals.lifecycle import approvers_of
 from gateway.approvals.policy import Choice, decided_by
 from gateway.identity.standing import bearer_of
@@ -38,13 +39,17 @@ async def ask(
     *,
     ready: Callable[[], Awaitable[str | None]],
     start_over: str | None,
+    policy: dict[str, Any],
 ) -> Interim | None:
     """None once the yes is given; a request for input (2026) or a task (the tasks extension) to answer with as it
-    is; raises ToolError otherwise."""
-    gw, decided = call.gw, decided_by(choice)
+    is; raises ToolError otherwise. ``policy``: the definition of the rule that chose the mode (or of the tool's own
+    confirm), whose version the facts' digest binds (gateway.approvals.digest)."""
+    gw = call.gw
+    digest = digest_of(facts_of(plan, message, choice.rule, policy))
+    decided = {**decided_by(choice), "factsDigest": digest}
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
-        request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready())
+        request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready(), digest=digest)
         if wants_task(ctx):
             most = gw.config.approvals.max_tasks_per_caller
             bearer = bearer_of(getattr(ctx.request, "headers", None))
@@ -61,7 +66,7 @@ async def ask(
     require_form(ctx.session.client_capabilities)
     await ready()
     question = form.Question(
-        message=message,
+        message=f"{message} (facts digest {short(digest)})",
         schema=confirmation_schema(choice.mode, plan),
         caller=call.caller,
         plan_id=plan.plan_id,
