@@ -323,6 +323,8 @@ class Task:
     tool_approval: bool = False
     """The call that made it declared the tool-approval extension (``io.modelcontextprotocol/tool-approval``): the
     task is shown and ended in that draft's shape (gateway.mcp.approval)."""
+    digest: str | None = None
+    """The digest of the facts its approval asks people to approve (gateway.approvals.digest)."""
 
     @property
     def terminal(self) -> bool:

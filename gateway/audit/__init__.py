@@ -6,6 +6,7 @@
     floods    refusals that never reached a plan: the first per caller, code and minute, then a count  (pure)
     sinks     streaming stored entries out to a JSONL file and a signed webhook, never blocking a call
     display   reading them: ``audit list``'s filters and table
+    events    the four events of a write that waited for people, checked together by ``audit verify``  (pure)
 
 The write path (gateway.write), the preview's choice of a mode, the approval page and the task methods learn what
 an entry says and make it here; this package decides how it is kept and shown. Imported by them, the stores (which

@@ -16,10 +16,13 @@ def entry_json(entry: AuditEntry) -> dict[str, Any]:
     return {**dataclasses.asdict(entry), "at": rfc3339(entry.at)}
 
 
-def matches(entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None) -> bool:
+def matches(
+    entry: AuditEntry, *, target: str | None, caller: str | None, since: float | None, plan: str | None = None
+) -> bool:
     """Whether an entry passes the ``audit list`` filters (a caller as stored, or as the table shows it)."""
     return (
         (target is None or entry.target == target)
+        and (plan is None or entry.plan_id == plan)
         and (caller is None or caller in (entry.caller, readable(entry.caller)))
         and (since is None or entry.at >= since)
     )

@@ -1,4 +1,7 @@
-"""``mcp-safety-gateway audit list | verify [--head SEQ:HASH] | head | trim --before TIME``.
+"""``mcp-safety-gateway audit list [--plan ID] | verify [--head SEQ:HASH] | head | trim --before TIME``.
+
+``verify`` checks the keyed chain and, for every write that waited for people, that its events (proposed,
+approval, the backend call, returned) share one facts digest and come in order (gateway.audit.events).
 
 They open the configured store with the audit key ring (gateway/identity/secrets.py), never take it for serving, and
 print for an operator's terminal (every table cell escaped by gateway.text). ``trim`` is the only one that
@@ -14,7 +17,7 @@ import sys
 import time
 from datetime import datetime
 
-from gateway.audit import chain, display
+from gateway.audit import chain, display, events
 from gateway.config import GatewayConfig
 from gateway.identity.secrets import load_audit_keys
 from gateway.records import AuditEntry
@@ -52,7 +55,9 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
     if args.audit_command == "verify":
         return _verify(entries, keys, args.head, args.unkeyed_through)
     shown = [
-        e for e in entries if display.matches(e, target=args.tenant, caller=args.caller, since=parsed.get("since"))
+        entry
+        for entry in entries
+        if display.matches(entry, target=args.tenant, caller=args.caller, since=parsed.get("since"), plan=args.plan)
     ]
     if args.json:
         for entry in shown:
@@ -64,6 +69,7 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
 
 def _verify(entries: list[AuditEntry], keys: chain.ChainKeys, head: str | None, unkeyed_through: int) -> int:
     verdict = chain.verify(entries, keys, head=head)
+    verdict.problems.extend(events.problems(entries))
     unkeyed = [entry.seq for entry in entries if not entry.key_id]
     if unkeyed and unkeyed[-1] > unkeyed_through:
         verdict.problems.append(

@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     listing = audit_commands.add_parser("list", help="the entries, oldest first")
     listing.add_argument("--tenant", help="only this target id")
     listing.add_argument("--caller", help="only this caller")
+    listing.add_argument("--plan", help="only this plan's entries: a write's events in order (proposed ... returned)")
     listing.add_argument("--since", help="only entries at or after this UTC time (2026-12-02T18:00:00Z)")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     verify = audit_commands.add_parser("verify", help="check the keyed chain: edits, deletions, reordering")

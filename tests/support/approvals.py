@@ -87,3 +87,37 @@ def csrf_of(html: str) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', html)
     assert found is not None, html[:400]
     return found.group(1)
+
+
+PAGE = "https://127.0.0.1:8443"
+"""The approval page's origin in tests that reach it in process."""
+
+
+async def approved_pending_write(gw: Any) -> tuple[str, dict[str, str]]:
+    """A write of the TENANTS profile waiting for approval (its client cannot open links), approved by bob on the
+    page (``gw``: a running gateway); its approval id and the write's arguments."""
+    from gateway.approvals.lifecycle import approval_id_for
+    from gateway.http.app import build_app
+    from tests.support.clients import connect, error_code, new_key, preview
+    from tests.support.profiles import TENANTS
+
+    async with connect(gw, "2026-07-28") as client:
+        plan = await preview(client, TENANTS, TENANTS.other)
+        args = {"planId": plan["planId"], "idempotencyKey": new_key()}
+        assert error_code(await client.call_tool(TENANTS.write_tool, args)) == "approval_pending"
+    approval_id = approval_id_for(plan["planId"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(gw)), base_url=PAGE) as http:
+        user = PageUser(http, PAGE)
+        assert (await user.sign_in("bob")).status_code == 303
+        assert (await user.decide(approval_id, "approve")).status_code == 303
+    return approval_id, args
+
+
+def page_data(tmp: Path) -> dict[str, Any]:
+    """The TENANTS profile's url-mode config with the page at PAGE: gateways made from it share the backend's
+    database, the SQLite store and the secret key."""
+    from tests.support.profiles import TENANTS
+
+    data = token_page_data(TENANTS, tmp, PAGE)
+    data["http"] = {"allowed_origins": [PAGE]}
+    return data

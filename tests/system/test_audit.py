@@ -17,6 +17,7 @@ import pytest
 from gateway.config import parse_config
 from gateway.errors import StoreUnavailable
 from gateway.text import HIDDEN, printable
+from tests.support.approvals import approved_pending_write, page_data
 from tests.support.clients import Answers, connect, new_key, preview, running_gateway
 from tests.support.configs import config_data, write_toml
 from tests.support.profiles import TENANTS
@@ -168,3 +169,22 @@ async def test_a_hostile_key_cannot_repaint_the_audit_list(tmp_path: Path, era: 
     assert entries[1]["idempotency_key"] is None
     assert entries[1]["extra"] == {"invalid": {"idempotencyKey": printable(HOSTILE_KEY)}}
     assert cli(config, "verify").returncode == 0
+
+
+async def test_a_write_people_approved_lists_its_events_by_plan_and_verifies_them_together(tmp_path: Path) -> None:
+    """``audit list --plan`` shows proposed, the approval, the backend call and what was returned, in order and
+    sharing one facts digest; ``audit verify`` checks them together with the chain."""
+    data = page_data(tmp_path)
+    async with running_gateway(parse_config(data)) as gw:
+        _, args = await approved_pending_write(gw)
+        async with connect(gw, "2026-07-28", Answers()) as client:
+            assert not (await client.call_tool("reset_tenant", args)).is_error
+    config = write_toml(data, tmp_path / "gateway.toml")
+    listed = cli(config, "list", "--plan", args["planId"], "--json")
+    assert listed.returncode == 0, listed.stderr
+    entries = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [entry["outcome"] for entry in entries] == ["proposed", "refused", "approval", "applied", "returned"]
+    assert len({entry["extra"]["factsDigest"] for entry in entries}) == 1
+    verified = cli(config, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert verified.stdout.startswith("ok    ")

@@ -93,6 +93,10 @@ async def test_a_url_mode_write_is_a_task_written_once_after_a_person_approves(w
         assert set(created) >= {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
         assert "result" not in created and "requestState" not in created
         waiting = await tasks.get(client, created["taskId"])
+        stored_task = await world.gw.store.get_task(created["taskId"])
+        stored_approval = await world.gw.store.get_approval(approval_id_for(plan["planId"]))
+        assert stored_task is not None and stored_approval is not None  # the task carries its approval's digest
+        assert stored_task.digest is not None and stored_task.digest == stored_approval.digest
         again = await tasks.call(client, profile.write_tool, args)  # the same key while its task lives
         await gateway_tasks.resume_due(world.gw)  # nobody decided: nothing to resume
         assert (profile.write_count(world.db), profile.snapshot(world.db, profile.main)) == before

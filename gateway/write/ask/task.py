@@ -88,6 +88,7 @@ async def open_task(
             identity=_identity(gw, bearer),
             status="working" if tool_approval else "input_required",
             tool_approval=tool_approval,
+            digest=approval.digest,
         )
     )
     if stored.plan_id != plan.plan_id:  # the key's live task is another plan's: the key is not this call's
