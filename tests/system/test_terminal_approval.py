@@ -82,6 +82,7 @@ async def test_the_terminal_shows_the_link_counts_down_and_writes_once_approved(
     link = f"{served.base}/approvals/{approval_id_for(words[1].removeprefix('planId='))}"
     await anyio.to_thread.run_sync(terminal.read_until, link)
     await anyio.to_thread.run_sync(terminal.read_until, "left (Ctrl-C stops waiting)")
+    assert re.search(r"\(facts digest (?:[0-9a-f]{4} ){3}[0-9a-f]{4}: the page shows the same\)", terminal.screen)
     first = COUNTDOWN.findall(terminal.screen)[-1]
     await anyio.to_thread.run_sync(terminal.read_until, "left (Ctrl-C stops waiting)", 5)
     with anyio.fail_after(10):

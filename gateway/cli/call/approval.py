@@ -58,6 +58,8 @@ class ApprovalWait:
         lines.append(f"  {printable(params.url)}")
         if self.expires_at is not None:
             lines.append(f"(the approval expires at {printable(self.expires_at)})")
+        if isinstance(wait.get("digest"), str):  # the page shows the same: what is approved is what runs
+            lines.append(f"(facts digest {printable(wait['digest'])}: the page shows the same)")
         print("\n" + "\n".join(lines), flush=True)
         self.began.set()
 
