@@ -135,5 +135,6 @@ async def test_a_passthrough_write_waits_for_a_signed_in_person_and_writes_once(
     assert [(e.outcome, e.extra.get("mode"), e.extra.get("approvers")) for e in entries] == [
         ("refused", "url", None),
         ("applied", "url", [bob]),
+        ("returned", "url", [bob]),  # what the caller was answered, after the backend call
         ("replayed", None, None),
     ]
