@@ -256,7 +256,7 @@ class ApprovalPage:
 
     def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
-        current = state(approval, now)
+        current, where = state(approval, now), shown(approval, now)
         own = not may_decide(approval, session.person)
         decided = any(decision.approver == session.person for decision in approval.decisions)
         authorized = self.gw.config.approvals.approvers.admits(session.facts)
@@ -267,11 +267,11 @@ class ApprovalPage:
             session,
             approval=approval,
             approved=approved_by(approval),
-            state=label(shown(approval, now)),
-            shown=shown(approval, now).value,
+            state=label(where),
+            shown=where.value,
             headline=headline(approval, now),
             tool=tool_facts(self.gw, approval.tool),
-            refresh=shown(approval, now) in (Shown.APPROVED, Shown.RUNNING),
+            refresh=where in (Shown.APPROVED, Shown.RUNNING),
             own=own,
             can_decide=current is State.PENDING and authorized and not own and not decided,
             notice=notice,
