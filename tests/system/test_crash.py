@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,9 @@ async def crash_and_retry(config: Path, db: Path, profile: Profile, point: str) 
 def assert_audited(crashed: Crashed, profile: Profile, point: str, unknown: list[tuple[Any, ...]]) -> None:
     """Before the claim: the applied entry and the replay's. After it: the entries ``unknown`` lists."""
     if point == "before-claim":
-        applied = ("applied", None, profile.write_tool, crashed.version, {"mode": "form"})
+        digest = crashed.entries[0][4].get("factsDigest", "")
+        assert re.fullmatch(r"[0-9a-f]{64}", digest), "a form-mode yes records the facts digest the person was shown"
+        applied = ("applied", None, profile.write_tool, crashed.version, {"mode": "form", "factsDigest": digest})
         assert crashed.entries == [applied, ("replayed", None, profile.write_tool, None, {})]
     else:
         assert crashed.entries == [
