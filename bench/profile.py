@@ -1,0 +1,161 @@
+"""``python -m bench.profile``: a read's and a confirmed write's CPU time by layer, from cProfile, in one command.
+
+A real gateway (real backend child over stdio, real store) is driven in process by an SDK client, as in
+``bench.inprocess``, under ``cProfile``. Each function's own time (``tottime``) is put in one layer by the file
+it lives in: the SDK's JSON-RPC and server machinery, validation (pydantic, jsonschema), the gateway's own steps,
+the backend client (``gateway/backend`` and the stdio streams), the store, the event loop, and the rest. The
+timer is the event-loop thread's CPU time (``time.thread_time``), so waiting on the backend child or on fsync,
+and work in worker threads, is not counted; a C builtin's time goes to the layers of its callers. The in-memory
+SDK client runs in the same process: its work shows in the JSON-RPC/SDK, ``mcp/client`` (counted with the
+backend client) and validation rows (the client checks ``structuredContent`` against the outputSchema with
+jsonschema). No HTTP server runs in process: the HTTP layer is read from the py-spy flame graphs of
+``bench/run --profile``. cProfile's own overhead inflates every row: compare shares, and runs of this command
+before and after a change, not its figures with bench/run's.
+
+    python -m bench.profile [--store sqlite|memory|redis|postgres] [--calls 300] [--top 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from bench import procs
+from bench.inprocess import DEMO_TARGETS
+from gateway.config import load_config
+from gateway.mcp.server import build_server
+from gateway.runtime import open_gateway
+from tests.support.clients import accept
+
+# First match wins: (layer, fragments of a function's file path).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("store", ("/gateway/stores/", "sqlite3", "/redis/", "/psycopg", "/asyncpg/")),
+    ("backend client", ("/gateway/backend/", "/mcp/client/", "/mcp/shared/session", "/mcp/os/")),
+    ("validation: jsonschema", ("/jsonschema", "/referencing/", "/rpds", "/attrs/", "<attrs generated")),
+    ("validation: pydantic", ("/pydantic", "/annotated_types/")),
+    ("HTTP server", ("/uvicorn/", "/starlette/", "/h11/", "/httptools/", "/gateway/http/")),
+    ("JSON-RPC/SDK", ("/mcp/",)),
+    ("gateway", ("/gateway/",)),
+    ("JSON codec", ("/json/", "_json")),
+    ("event loop", ("/asyncio/", "/anyio/", "/sniffio/", "selectors", "<method 'poll'", "<method 'select'")),
+]
+
+
+def layer(filename: str, name: str) -> str:
+    """The layer a function's own time belongs to."""
+    where = f"{filename} {name}"
+    for label, fragments in LAYERS:
+        if any(fragment in where for fragment in fragments):
+            return label
+    return "other"
+
+
+def by_layer(stats: pstats.Stats, calls: int) -> dict[str, float]:
+    """Own CPU per call (microseconds) by layer."""
+    totals: dict[str, float] = defaultdict(float)
+    for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
+        if filename != "~" or not row[4]:
+            totals[layer(filename, name)] += row[2]
+            continue
+        # A C builtin (a pydantic validator, json.dumps, epoll) is billed to the layers that called it.
+        for (caller_file, _caller_line, caller_name), caller_row in row[4].items():
+            totals[layer(caller_file, caller_name)] += caller_row[2]
+    return {label: round(seconds / calls * 1e6, 1) for label, seconds in sorted(totals.items(), key=lambda r: -r[1])}
+
+
+async def _drive(config_path: Path, kind: str, calls: int, profiler: cProfile.Profile) -> int:
+    config = load_config(config_path)
+    async with open_gateway(config) as gw:
+        server = build_server(gw)
+        async with Client(server, elicitation_callback=accept) as client:
+
+            async def preview(i: int) -> Any:
+                arguments = {"tenantId": DEMO_TARGETS[i % len(DEMO_TARGETS)], "fixture": "empty"}
+                return await client.call_tool("preview_tenant_reset", arguments)
+
+            async def read(i: int) -> None:
+                result = await client.call_tool("list_tenants", {})
+                assert not result.is_error, result.content
+
+            async def write(i: int) -> None:
+                plan = await preview(i)
+                assert plan.structured_content is not None, plan.content
+                arguments = {"planId": plan.structured_content["planId"], "idempotencyKey": f"profile-{kind}-{i}"}
+                profiler.enable()
+                try:
+                    done = await client.call_tool("reset_tenant", arguments)
+                finally:
+                    profiler.disable()
+                assert not done.is_error, done.content
+
+            step: Callable[[int], Awaitable[None]] = read if kind == "read" else write
+            await step(-1)  # warm: imports, first connections, first schemas
+            for i in range(calls):
+                if kind == "read":
+                    profiler.enable()
+                    try:
+                        await step(i)
+                    finally:
+                        profiler.disable()
+                else:
+                    await step(i)
+    return calls
+
+
+def profile(store: str, calls: int, top: int) -> dict[str, Any]:
+    """Profile ``calls`` reads (list_tenants) and ``calls`` confirmed writes (reset_tenant, both rounds)."""
+    found: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        url = procs.store_url(store, work, stack, "profile")
+        db = work / "profile.db"
+        procs.seed_database(db, tenants=None)
+        config = procs.gateway_config(work / "profile.toml", db, store=url, tenants=None, state_dir=work / "state")
+        for kind in ("read", "write"):
+            profiler = cProfile.Profile(time.thread_time)
+            done = anyio.run(partial(_drive, config, kind, calls, profiler))
+            stats = pstats.Stats(profiler)
+            total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
+            layers = by_layer(stats, done)
+            found[kind] = {"calls": done, "cpu_us_per_call": round(total / done * 1e6, 1), "layers": layers}
+            print(f"\n{kind}: {done} calls, {found[kind]['cpu_us_per_call']} us of profiled CPU per call ({store})")
+            print("| layer | us/call | share |\n| --- | ---: | ---: |")
+            for label, micros in layers.items():
+                print(f"| {label} | {micros} | {micros / found[kind]['cpu_us_per_call']:.0%} |")
+            if top:
+                others = [
+                    (row[2], f"{key[0]}:{key[2]}")
+                    for key, row in stats.stats.items()  # type: ignore[attr-defined]
+                    if layer(key[0], key[2]) == "other" and (key[0] != "~" or not row[4])
+                ]
+                print("\nother, most own time first:")
+                for seconds, where in sorted(others, reverse=True)[:top]:
+                    print(f"  {seconds / done * 1e6:8.1f} us  {where}")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default="sqlite", choices=["sqlite", "memory", "redis", "postgres"])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--top", type=int, default=0, help="also print the N functions with the most own time")
+    args = parser.parse_args(argv)
+    profile(args.store, args.calls, args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
