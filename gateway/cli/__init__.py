@@ -3,6 +3,7 @@
 main       the argument parser, and the subcommands that take a line or two
 serve      ``serve``: HTTP or stdio, the approval page beside stdio, the refusals and warnings before it starts
            (start-up recovery is a step of ``serve`` only)
+workers    ``serve --workers N``: the supervisor that forks N HTTP workers on one socket (Redis, PostgreSQL only)
 check      ``check``: a config against its backend, the published tool table, ``--explain``
 init       ``init``: the built-in config written out to edit
 audit      ``audit list | verify | head | trim``

@@ -39,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout instead of HTTP")
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="HTTP worker processes on the one port, for a Redis or PostgreSQL store (default: %(default)s)",
+    )
+    serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="overrides [logging] level (default: info)"
     )
     serve.add_argument(

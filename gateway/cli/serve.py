@@ -2,9 +2,10 @@
 page beside a stdio gateway, and the refusals and warnings it says before it starts.
 
 Over HTTP the socket is bound before anything else starts (gateway/http/sockets.py), then the gateway opens its
-store, recovers keys a crash left in flight, and serves until SIGTERM. Over stdio the approval page, when a tool
-can ask for people and ``public_url`` names no other gateway, is served on ``approvals.page_listen`` or on the
-loopback port kept in the state directory (``approval-page.port``), so the links an agent already showed still
+store, recovers keys a crash left in flight, and serves until SIGTERM; with ``--workers N`` (Redis and PostgreSQL
+stores) N such processes share the socket under a supervisor (gateway/cli/workers.py). Over stdio the approval page,
+when a tool can ask for people and ``public_url`` names no other gateway, is served on ``approvals.page_listen`` or on
+the loopback port kept in the state directory (``approval-page.port``), so the links an agent already showed still
 open it after the host restarts the gateway. Either way a ``public_url`` on this machine at another port than
 the page's is warned about: its links would go nowhere.
 """
@@ -48,7 +49,9 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
         anyio.run(serve_stdio, config)
         return 0
     insecure = args.insecure_listen_without_auth
-    refusal = bind_refusal(args.host, config, insecure)
+    from gateway.cli.workers import supervise, workers_refusal
+
+    refusal = bind_refusal(args.host, config, insecure) or workers_refusal(config.gateway.store, args.workers)
     if refusal is not None:
         print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
         return 2
@@ -62,7 +65,17 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     log_where_state_lives(config)
     port = sock.getsockname()[1]
     warn_of_links_elsewhere(config, port)
+    if args.workers > 1:
+        return supervise(args.workers, lambda: _worker(config, sock, args.host, port, insecure))
     anyio.run(serve_http, config, sock, args.host, port, insecure)
+    return 0
+
+
+def _worker(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool) -> int:
+    """One worker of ``serve --workers N``: the ordinary HTTP serve on the supervisor's socket."""
+    import anyio
+
+    anyio.run(serve_http, config, sock, host, port, insecure)
     return 0
 
 

@@ -72,11 +72,12 @@ async def replicas(
     crash_first_at: str | None = None,
     call_timeout: float = 20,
     change: Callable[[dict[str, Any], int], None] | None = None,
+    workers: int = 1,
 ) -> AsyncIterator[list[Replica]]:
     """``count`` `serve` processes per GATEWAY_SECRET_KEY ring in ``rings``, started together, stopped after.
 
     ``crash_first_at`` makes the first replica die at that step of its first write (gateway.crashpoints);
-    ``change`` edits each replica's config data, given its port.
+    ``change`` edits each replica's config data, given its port; ``workers`` is each replica's ``--workers``.
     """
     started: list[Replica] = []
     try:
@@ -102,6 +103,7 @@ async def replicas(
             if n == 0 and crash_first_at is not None:
                 env[ENV_VAR] = crash_first_at
             args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
+            args += ["--workers", str(workers)]
             with (directory / "stderr.log").open("wb") as log:
                 child = subprocess.Popen(args, env=env, stderr=log)  # noqa: ASYNC220 - a quick fork
             started.append(Replica(port, child))
@@ -195,28 +197,34 @@ async def audit_outcomes(url: str) -> list[str]:
         await store.close()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_third_replays(
-    tmp_path: Path, db: Path, shared_store: str
+    tmp_path: Path, db: Path, shared_store: str, workers: int
 ) -> None:
+    """Also with each replica a ``serve --workers 2``, whose workers share the store as replicas do. A 2025-11-25
+    session lives in one worker's memory and the kernel spreads a client's connections over the workers, so with
+    workers only the stateless 2026-07-28 half runs (docs/deployment.md says so)."""
     backend = free_port()
     async with (
         http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
-        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3) as group,
+        replicas(tmp_path, backend, shared_store, [KEY_NEW], 3, workers=workers) as group,
     ):
         ports = [replica.port for replica in group]
         a, b, c = ports
         version = PROFILE.version(db, PROFILE.main)
         on_b, on_c = Answers(), Answers()
-        async with sticky(a) as client:
-            args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
-        async with sticky(b, on_b) as client:
-            first = result_body(await client.call_tool(PROFILE.write_tool, args))
-        async with sticky(c, on_c) as client:
-            retry = result_body(await client.call_tool(PROFILE.write_tool, args))
-        assert (first["replayed"], first["version"]) == (False, version + 1)
-        assert retry == {**first, "replayed": True}
-        assert (len(on_b.prompts), len(on_c.prompts)) == (1, 0)
-        assert PROFILE.write_count(db) == 1
+        if workers == 1:
+            async with sticky(a) as client:
+                args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
+            async with sticky(b, on_b) as client:
+                first = result_body(await client.call_tool(PROFILE.write_tool, args))
+            async with sticky(c, on_c) as client:
+                retry = result_body(await client.call_tool(PROFILE.write_tool, args))
+            assert (first["replayed"], first["version"]) == (False, version + 1)
+            assert retry == {**first, "replayed": True}
+            assert (len(on_b.prompts), len(on_c.prompts)) == (1, 0)
+            assert PROFILE.write_count(db) == 1
+        sessions = 1 if workers == 1 else 0
 
         # 2026-07-28: every request, the confirmation round included, lands on whichever replica is next.
         balancer, answers = Balancer(ports), Answers()
@@ -228,8 +236,8 @@ async def test_a_plan_from_one_replica_is_redeemed_on_another_and_a_retry_on_a_t
         assert retry == {**first, "replayed": True}
         assert len(answers.prompts) == 1
         assert len({port for port, method in balancer.sent if method == "tools/call"}) == 3
-        assert PROFILE.write_count(db) == 2
-    assert await audit_outcomes(shared_store) == ["applied", "replayed", "applied", "replayed"]
+        assert PROFILE.write_count(db) == sessions + 1
+    assert await audit_outcomes(shared_store) == ["applied", "replayed"] * (sessions + 1)
 
 
 async def test_concurrent_calls_spread_over_replicas_write_once_per_key_and_per_target(

@@ -1,0 +1,96 @@
+"""``serve --workers N``: N real gateway processes behind one port under a supervisor, on a real Redis.
+
+Many calls over one port are answered, a killed worker is replaced, SIGTERM ends every worker and the supervisor
+with status 0, and stores one process owns (SQLite, memory) refuse a second worker with a sentence saying why.
+The replica tests run against ``--workers 2`` too (tests/system/test_replicas.py).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.support.configs import config_data, write_toml
+from tests.support.processes import free_port, http_backend, until
+from tests.system.test_replicas import KEY_NEW, PROFILE, Replica, replicas
+
+pytestmark = pytest.mark.anyio
+
+
+def workers_of(replica: Replica) -> set[int]:
+    """The supervisor's live children: its workers."""
+    pid = replica.process.pid
+    try:
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return set()
+    return {int(child) for child in listed}
+
+
+async def reads(port: int, callers: int, each: int) -> int:
+    """``callers`` 2026-era SDK clients, each on its own connections, ``each`` list calls; how many answered."""
+    answered = 0
+
+    async def caller() -> None:
+        nonlocal answered
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            for _ in range(each):
+                result = await client.call_tool(PROFILE.list_tool, {})
+                assert not result.is_error, result.content
+                answered += 1
+
+    async with anyio.create_task_group() as group:
+        for _ in range(callers):
+            group.start_soon(caller)
+    return answered
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "backend.db"
+
+
+async def test_two_workers_on_redis_answer_many_calls_a_killed_one_is_replaced_and_sigterm_ends_all(
+    tmp_path: Path, db: Path, redis_url: str
+) -> None:
+    backend = free_port()
+    async with (
+        http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
+        replicas(tmp_path, backend, redis_url, [KEY_NEW], workers=2) as (supervisor,),
+    ):
+        await until(lambda: len(workers_of(supervisor)) == 2)
+        first = workers_of(supervisor)
+        assert await reads(supervisor.port, callers=8, each=10) == 80
+
+        doomed = min(first)
+        os.kill(doomed, signal.SIGKILL)
+        await until(lambda: doomed not in workers_of(supervisor) and len(workers_of(supervisor)) == 2, 30)
+        assert await reads(supervisor.port, callers=4, each=5) == 20
+
+        now = workers_of(supervisor)
+        supervisor.process.send_signal(signal.SIGTERM)
+        await until(lambda: supervisor.process.poll() is not None, 30)
+        assert supervisor.process.returncode == 0
+        assert not [pid for pid in now if os.path.exists(f"/proc/{pid}")]  # noqa: ASYNC240 - after the process ended
+    log = (tmp_path / "replica0" / "stderr.log").read_text()
+    assert "starting another" in log, log
+
+
+@pytest.mark.parametrize("store", ["sqlite", "memory"])
+def test_stores_one_process_owns_refuse_a_second_worker_saying_why(tmp_path: Path, db: Path, store: str) -> None:
+    url = f"sqlite:{tmp_path / 'store.db'}" if store == "sqlite" else "memory"
+    data = config_data(PROFILE, db, store=url, state_dir=tmp_path / "state")
+    config = write_toml({k: v for k, v in data.items() if v is not None}, tmp_path / "gateway.toml")
+    args = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(free_port())]
+    done = subprocess.run([*args, "--workers", "2"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--workers 2 needs a store that several processes share (redis:// or postgresql://)" in done.stderr
+    assert ("SQLite store is held by one serve process" if store == "sqlite" else "memory store lives") in (done.stderr)
+    assert not (tmp_path / "store.db").exists()
