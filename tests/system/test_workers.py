@@ -1,6 +1,7 @@
 """``serve --workers N``: N real gateway processes behind one port under a supervisor, on a real Redis.
 
-Many calls over one port are answered, a killed worker is replaced, SIGTERM ends every worker and the supervisor
+Many calls over one port are answered, a killed worker is replaced, SIGTERM lets a confirmed write in flight settle
+and ends every worker and the supervisor
 with status 0, and stores one process owns (SQLite, memory) refuse a second worker with a sentence saying why.
 The replica tests run against ``--workers 2`` too (tests/system/test_replicas.py).
 """
@@ -17,9 +18,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.support.clients import Answers, new_key, preview
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port, http_backend, until
-from tests.system.test_replicas import KEY_NEW, PROFILE, Replica, replicas
+from tests.system.test_replicas import KEY_NEW, PROFILE, Replica, replicas, result_body
 
 pytestmark = pytest.mark.anyio
 
@@ -81,6 +83,34 @@ async def test_two_workers_on_redis_answer_many_calls_a_killed_one_is_replaced_a
         assert not [pid for pid in now if os.path.exists(f"/proc/{pid}")]  # noqa: ASYNC240 - after the process ended
     log = (tmp_path / "replica0" / "stderr.log").read_text()
     assert "starting another" in log, log
+
+
+async def test_sigterm_lets_a_confirmed_write_in_flight_on_a_worker_settle(
+    tmp_path: Path, db: Path, redis_url: str
+) -> None:
+    backend = free_port()
+    async with (
+        http_backend(PROFILE, db, backend, *PROFILE.seed_demo, "--fault", "latency=1500"),
+        replicas(tmp_path, backend, redis_url, [KEY_NEW], workers=2) as (supervisor,),
+    ):
+        await until(lambda: len(workers_of(supervisor)) == 2)
+        answers = Answers()
+        async with Client(f"http://127.0.0.1:{supervisor.port}/mcp", elicitation_callback=answers) as client:
+            args = {"planId": (await preview(client, PROFILE))["planId"], "idempotencyKey": new_key()}
+            done: list[dict[str, object]] = []
+
+            async def write() -> None:
+                done.append(result_body(await client.call_tool(PROFILE.write_tool, args)))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(write)
+                await until(lambda: len(answers.prompts) == 1, 30)
+                await anyio.sleep(0.5)  # the confirmed round is in the backend's 1.5 s
+                supervisor.process.send_signal(signal.SIGTERM)
+        assert done and done[0]["replayed"] is False
+        assert PROFILE.write_count(db) == 1
+        await until(lambda: supervisor.process.poll() is not None, 30)
+        assert supervisor.process.returncode == 0
 
 
 @pytest.mark.parametrize("store", ["sqlite", "memory"])
