@@ -147,12 +147,20 @@ def gateway_config(path: Path, db: Path, *, store: str, tenants: int | None, sta
 
 @contextmanager
 def gateway(
-    config: Path, logs: Path, name: str = "gateway", env: dict[str, str] | None = None, *, h11: bool = False
+    config: Path,
+    logs: Path,
+    name: str = "gateway",
+    env: dict[str, str] | None = None,
+    *,
+    h11: bool = False,
+    workers: int = 1,
 ) -> Iterator[Server]:
-    """``mcp-safety-gateway serve`` over HTTP, its backend a stdio child (``h11``: see whatif_h11)."""
+    """``mcp-safety-gateway serve`` over HTTP, its backend a stdio child (``h11``: see whatif_h11; ``workers``:
+    ``serve --workers``)."""
     port = free_port()
     program = ["bench/whatif_h11.py"] if h11 else ["-m", "gateway"]
     args = [PYTHON, *program, "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
+    args += ["--workers", str(workers)]
     with started(name, args, port, logs, env) as server:
         yield server
 
