@@ -1,7 +1,8 @@
 """``serve --workers N``: N real gateway processes behind one port under a supervisor, on a real Redis.
 
 Many calls over one port are answered, a killed worker is replaced, SIGTERM lets a confirmed write in flight settle
-and ends every worker and the supervisor with status 0, and stores one process owns (SQLite, memory) refuse a second worker with a sentence saying why.
+and ends every worker and the supervisor with status 0, and stores one process owns (SQLite, memory) refuse a
+second worker with a sentence saying why.
 The replica tests run against ``--workers 2`` too (tests/system/test_replicas.py).
 """
 
