@@ -1,6 +1,6 @@
 """``serve --workers N``: N gateway processes answering on one port, under a supervisor that owns the socket.
 
-The supervisor binds the socket (gateway/http/listen.py), then forks N workers before any event loop starts;
+The supervisor binds the socket (gateway/http/sockets.py), then forks N workers before any event loop starts;
 each runs the ordinary HTTP ``serve`` on the inherited socket, and the kernel hands each new connection to one of
 them. A worker that dies is replaced (at most once a second, so a worker that cannot start does not spin). On
 SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
