@@ -8,6 +8,7 @@
     Reply       the god-tool's answer: its error flag and its text
     Approval    a write waiting for (or given) the yes of people on the approval page, with their decisions
     ApproverSession  a person signed in on the approval page, kept so every replica agrees and it can be revoked
+    Passkey     a person's enrolled WebAuthn credential: the public key their approvals are signed with
     Task        a url-mode write a client follows as an MCP task while people decide, and its result
 
 and the tables of a key's life (KEY_TRANSITIONS), which the write path and every store consult, and of a task's
@@ -198,6 +199,10 @@ class Decision:
     """What is shown beside them: the configured display claim, a verified email, or an approver token's name."""
     verdict: Literal["approve", "reject"]
     at: float
+    assertion: dict[str, str] | None = None
+    """With passkeys required: the WebAuthn assertion the person's authenticator made over this decision's
+    challenge (gateway.approvals.passkeys): ``credentialId``, ``authenticatorData``, ``clientDataJSON`` and
+    ``signature``, base64url. Without it, or with one that does not verify, the decision approves nothing."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +249,9 @@ class Approval:
     """Until when a call of the caller waits on this approval and runs the write as soon as it is approved (a
     pushed 2025-11-25 link, 2026-07-28 rounds, an MCP task that resumes by itself): the page says "running now"
     rather than "waiting for the agent's retry" while it lasts."""
+    facts: dict[str, Any] | None = None
+    """The canonical facts ``digest`` is taken over (gateway.approvals.digest.facts_of), kept so the proposed
+    event carries them and anyone can recompute the digest a passkey signed."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +277,29 @@ class ApproverSession:
     ``email``, and ``claims``: the ID-token claims the rule reads)."""
     token_sha256: str | None = None
     """For a token sign-in, the configured token's SHA-256: a token removed from the config ends its sessions."""
+
+
+@dataclass(frozen=True)
+class Passkey:
+    """A WebAuthn credential a person enrolled on the approval page: their approvals are signed with its private
+    key, which never leaves their authenticator. Kept until revoked, and after (old signatures stay checkable)."""
+
+    credential_id: str
+    """The credential's id, base64url: what an assertion names and an operator revokes by."""
+    public_key: str
+    """The COSE public key, CBOR then base64url, as the authenticator reported it at enrolment."""
+    person: str
+    """Whose it is: ``person_id(issuer, subject)`` (gateway/identity/person.py) of the session that enrolled it."""
+    name: str
+    """What is shown beside the person (as in ApproverSession)."""
+    label: str
+    """What the person called it ("laptop", "security key")."""
+    created_at: float
+    sign_count: int = 0
+    """The authenticator's signature counter as last seen; a decision whose counter does not go up (once it
+    counts at all) is refused as a cloned authenticator's."""
+    revoked_at: float | None = None
+    rev: int = 0
 
 
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]

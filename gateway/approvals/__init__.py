@@ -5,6 +5,8 @@
     notify     webhooks that tell people an approval waits (Slack or plain JSON), signed, in the background
     results    what became of an approved write (ran, refused with its code), kept on the approval for the page
     digest     one SHA-256 over the canonical facts a person approves, checked again when the write runs
+    passkeys   a decision signed by the approver's own passkey over those facts: enrolment, the challenge, the
+               assertion's checks (at the decision, at the write and in ``audit verify``)
 
 The write path's side (creating the approval, telling the client, waiting for the decision) is
 gateway/write/ask/people.py; the page people use is gateway/http/page/. Approvals live in the store, so any

@@ -49,6 +49,8 @@ class Refused(StrEnum):
     OWN_WRITE = "own_write"
     CHANGED_MIND = "changed_mind"
     NOT_AN_APPROVER = "not_an_approver"
+    UNSIGNED = "unsigned"
+    """Passkeys are required and the decision carries no signature, or one that does not hold."""
 
 
 class DecisionRefused(Exception):
@@ -83,10 +85,12 @@ def new_approval(
     caller_display: str | None = None,
     target_name: str | None = None,
     digest: str | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> Approval:
     """The approval a url-mode write asks for: the plan's facts, open until the plan expires."""
     return Approval(
         digest=digest,
+        facts=facts,
         caller_display=caller_display,
         target_name=target_name,
         approval_id=approval_id_for(plan.plan_id),
@@ -170,10 +174,17 @@ def approved_by(approval: Approval) -> list[str]:
 
 
 def approvers_of(approval: Approval) -> list[dict[str, Any]]:
-    """The people who approved, in order, as the audit keeps them: (issuer, subject) and what was shown beside."""
+    """The people who approved, in order, as the audit keeps them: (issuer, subject), what was shown beside, and
+    the passkey each signed with (its credential id; the assertion is in their ``approval`` entry)."""
     return [
-        audited(decision.approver, decision.name) for decision in approval.decisions if decision.verdict == "approve"
+        {**audited(decision.approver, decision.name), **_signed_with(decision)}
+        for decision in approval.decisions
+        if decision.verdict == "approve"
     ]
+
+
+def _signed_with(decision: Decision) -> dict[str, str]:
+    return {"passkey": decision.assertion["credentialId"]} if decision.assertion else {}
 
 
 def may_decide(approval: Approval, approver: str) -> bool:
@@ -181,8 +192,16 @@ def may_decide(approval: Approval, approver: str) -> bool:
     return not (approval.four_eyes and approval.caller_person is not None and approver == approval.caller_person)
 
 
-def decide(approval: Approval, approver: str, name: str, verdict: Literal["approve", "reject"], now: float) -> Approval:
-    """The approval after one person's verdict; DecisionRefused when the rules do not take it."""
+def decide(
+    approval: Approval,
+    approver: str,
+    name: str,
+    verdict: Literal["approve", "reject"],
+    now: float,
+    assertion: dict[str, str] | None = None,
+) -> Approval:
+    """The approval after one person's verdict (with the passkey assertion it was signed with, if any);
+    DecisionRefused when the rules do not take it."""
     if not may_decide(approval, approver):
         raise DecisionRefused(Refused.OWN_WRITE)
     if approval.cancelled_at is not None:
@@ -197,7 +216,7 @@ def decide(approval: Approval, approver: str, name: str, verdict: Literal["appro
         raise DecisionRefused(Refused.EXPIRED)
     if current is not State.PENDING:
         raise DecisionRefused(Refused.SETTLED)
-    return replace(approval, decisions=(*approval.decisions, Decision(approver, name, verdict, now)))
+    return replace(approval, decisions=(*approval.decisions, Decision(approver, name, verdict, now, assertion)))
 
 
 def cancel(approval: Approval, now: float) -> Approval:

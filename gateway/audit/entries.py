@@ -196,14 +196,16 @@ def _about(approval: Approval, at: float, outcome: str, confirmation: str | None
     return _of(facts, at, outcome)
 
 
-def approval(approval: Approval, at: float, approver: dict[str, Any], verdict: str) -> AuditEntry:
-    """One person's decision on the page (``approver``: gateway.identity.person.audited)."""
-    return _about(approval, at, APPROVAL, verdict, approver=approver)
+def approval(approval: Approval, at: float, approver: dict[str, Any], verdict: str, **evidence: Any) -> AuditEntry:
+    """One person's decision on the page (``approver``: gateway.identity.person.audited; ``evidence``: the passkey
+    assertion it was signed with)."""
+    return _about(approval, at, APPROVAL, verdict, approver=approver, **evidence)
 
 
 def proposed(approval: Approval, at: float) -> AuditEntry:
     """A url-mode write's approval made: the first of its events (the question as the page shows it)."""
-    return _about(approval, at, PROPOSED, None, question=approval.message)
+    facts = {"facts": approval.facts} if approval.facts is not None else {}
+    return _about(approval, at, PROPOSED, None, question=approval.message, **facts)
 
 
 def returned(facts: Facts, at: float, code: str | None) -> AuditEntry:

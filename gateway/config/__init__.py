@@ -298,6 +298,13 @@ class GatewayConfig(Model):
         read-only."""
         return [name for name, tool in self.tools.items() if tool.writes]
 
+    def passkey_required(self, name: str) -> bool:
+        """Whether people approve this tool's writes only with a passkey signature (its own ``passkey``, else
+        ``[approvals] passkey``)."""
+        tool = self.tools.get(name)
+        own = tool.own_passkey() if tool is not None else None
+        return (own or self.approvals.passkey) == "required"
+
     def scopes_of(self, name: str) -> list[str]:
         """The scopes a caller needs for a tool (its own, or the default for its kind)."""
         tool = self.tools[name]

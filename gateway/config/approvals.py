@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 from functools import cache
+from ipaddress import ip_address
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -277,6 +279,10 @@ class ApprovalsSection(Model):
     """Where ``serve --stdio`` serves the approval page itself: a loopback HOST:PORT (port 0: a free one, printed
     on stderr at start). Unset: 127.0.0.1 on a free port when ``public_url`` is unset too, else no page here (the
     gateway at ``public_url`` serves it on the same store)."""
+    passkey: Literal["off", "required"] = "off"
+    """``required``: a decision on the page counts only when the person's enrolled passkey signed it, over the
+    write's exact facts (gateway.approvals.passkeys); a tool's own ``passkey`` overrides it. Needs ``public_url``
+    with a domain name (WebAuthn's relying party), ``localhost`` included."""
     max_tasks_per_caller: int = Field(20, ge=1)
     """How many live MCP tasks (url-mode writes a client follows as tasks) one caller may have; a write past it is
     refused (too_many_tasks)."""
@@ -302,6 +308,14 @@ class ApprovalsSection(Model):
         # The page's cookies are __Host- and Secure: a browser stores them only from https:// or loopback.
         return None if url is None else require_secure("the approval page's public URL", url)
 
+    @field_validator("passkey")
+    @classmethod
+    def _passkeys_need_a_domain(cls, passkey: str, info: ValidationInfo) -> str:
+        refusal = passkey_refusal(info.data.get("public_url")) if passkey == "required" else None
+        if refusal is not None:
+            raise ValueError(refusal)
+        return passkey
+
     @model_validator(mode="after")
     def _login_is_configured(self) -> ApprovalsSection:
         if self.login == "oidc" and self.oidc is None:
@@ -312,3 +326,19 @@ class ApprovalsSection(Model):
     def configured(self) -> bool:
         """Whether approvers can sign in at all."""
         return bool(self.tokens) if self.login == "tokens" else self.oidc is not None
+
+
+def passkey_refusal(public_url: str | None) -> str | None:
+    """Why passkeys cannot be required with this page address (None: they can), as the sentence after the key:
+    WebAuthn's relying party is a domain name."""
+    host = urlsplit(public_url).hostname if public_url is not None else None
+    if host is None:
+        return "'required' needs approvals.public_url: passkeys are bound to the page's origin"
+    try:
+        ip_address(host)
+    except ValueError:
+        return None
+    return (
+        f"'required' needs approvals.public_url with a domain name, not the address {host}: WebAuthn binds a passkey"
+        " to a domain (localhost works on this machine)"
+    )

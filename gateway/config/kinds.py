@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from pydantic import Field, model_validator
 
-from gateway.config.approvals import ApprovalRule, ApprovalsSection
+from gateway.config.approvals import ApprovalRule, ApprovalsSection, passkey_refusal
 from gateway.config.face import Face
 from gateway.config.identities import space_refusal
 from gateway.config.risk import NOTHING_STATED, Recommendation, StatedRisk
@@ -107,6 +107,10 @@ class ToolKind(Model):
     def modes(self) -> set[str]:
         """Every confirmation mode a call can get (``form``, ``typed``, ``url``); none for a tool that never asks."""
         return set()
+
+    def own_passkey(self) -> str | None:
+        """Its own ``passkey`` setting (None: ``[approvals] passkey`` decides, or it never asks people)."""
+        return None
 
     def prompt_seconds(self) -> float | None:
         """How long a prompt for this tool may wait, when its kind configures one."""
@@ -191,6 +195,9 @@ class ConfirmedTool(ToolKind):
     """Ordered rules choosing each write's mode; none holding (or none given) leaves ``confirm``."""
     prompt_timeout_seconds: float = Field(300.0, gt=0)
     idempotency_retention_seconds: int = Field(86_400, ge=60)
+    passkey: Literal["off", "required"] | None = None
+    """``required``: people approve its writes on the page only with a passkey signature (unset: ``[approvals]
+    passkey``)."""
 
     @model_validator(mode="after")
     def _approvers_need_the_page(self) -> ConfirmedTool:
@@ -218,6 +225,9 @@ class ConfirmedTool(ToolKind):
                 return each.model_dump(mode="json")
         return {"confirm": self.confirm, "approvers": self.approvers, "four_eyes": self.four_eyes}
 
+    def own_passkey(self) -> str | None:
+        return self.passkey
+
     def modes(self) -> set[str]:
         """Every confirmation mode a write of this tool can get."""
         on_error = {rule.on_error for rule in self.approval if rule.on_error is not None}
@@ -240,6 +250,10 @@ class ConfirmedTool(ToolKind):
         four_eyes = self.four_eyes or any(rule.four_eyes for rule in self.approval)
         if "url" not in self.modes():
             return
+        if self.passkey == "required":
+            passkeys = passkey_refusal(approvals.public_url)
+            if passkeys is not None:
+                raise ValueError(f"tools.{name}.passkey {passkeys}")
         if not approvals.configured:
             raise ValueError(
                 f"tools.{name}.confirm 'url' needs approvers who can sign in: [[approvals.tokens]] or [approvals.oidc]"

@@ -9,10 +9,11 @@
     Approvals   writes waiting on the approval page          put_approval, get_approval, replace_approval, ...
     Tasks       url-mode writes followed as MCP tasks        create_task, get_task, replace_task, live_tasks
     ApproverSessions  people signed in on the page           put_session, get_session, delete_session, sessions
+    Passkeys    approvers' enrolled WebAuthn credentials     put_passkey, get_passkey, replace_passkey, passkeys
     Store       all of them, plus serve_from and close       what open_store returns
 
 A part of the gateway that needs one role takes that protocol (the rate limiter takes Counters). A store is built
-by role family (FAMILIES: keys, audit, counters, page state), one module each.
+by role family (FAMILIES: keys, audit, counters, page state, passkeys), one module each.
 
 The records it keeps are in gateway.records, written and read as text by one codec (gateway/stores/codec.py);
 tests/unit/test_store_contract.py runs one set of tests against every implementation.
@@ -35,6 +36,7 @@ from gateway.records import (
     Claim,
     Expired,
     KeyRecord,
+    Passkey,
     Plan,
     Task,
     key_leaves,
@@ -53,6 +55,7 @@ __all__ = [
     "Locks",
     "Nonces",
     "OutcomeNotRecorded",
+    "Passkeys",
     "Plans",
     "Store",
     "StoreInUse",
@@ -251,7 +254,27 @@ class ApproverSessions(Protocol):
         ...
 
 
-class Store(Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, ApproverSessions, Tasks, Protocol):
+class Passkeys(Protocol):
+    """Approvers' WebAuthn credentials, kept until revoked and after (gateway.approvals.passkeys)."""
+
+    async def put_passkey(self, passkey: Passkey) -> bool:
+        """Store a new passkey unless one is stored under its credential id; False then (nothing changes)."""
+        ...
+
+    async def get_passkey(self, credential_id: str) -> Passkey | None: ...
+
+    async def replace_passkey(self, passkey: Passkey) -> bool:
+        """Store ``passkey`` with ``rev + 1`` if the stored one is still at ``passkey.rev``; else False."""
+        ...
+
+    async def passkeys(self) -> list[Passkey]:
+        """Every passkey, revoked ones too, newest first."""
+        ...
+
+
+class Store(
+    Plans, KeyRecords, Nonces, Locks, Counters, AuditLog, Approvals, ApproverSessions, Tasks, Passkeys, Protocol
+):
     """Every role in one store, as a gateway opens it. Methods take ``now`` so that expiry is testable."""
 
     async def serve_from(self, holder: str) -> None:
@@ -273,6 +296,7 @@ ROLES: tuple[type[Any], ...] = (
     Approvals,
     ApproverSessions,
     Tasks,
+    Passkeys,
     Store,
 )
 FAMILIES: dict[str, tuple[type[Any], ...]] = {
@@ -280,6 +304,7 @@ FAMILIES: dict[str, tuple[type[Any], ...]] = {
     "audit": (AuditLog,),
     "counters": (Counters,),
     "page_state": (Approvals, Tasks, ApproverSessions),
+    "passkeys": (Passkeys,),
 }
 """The role families every store is split by: each store package has one module of each name, whose class does
 exactly its roles' operations, and its ``store`` module composes those classes (tests/unit/test_store_layout.py).

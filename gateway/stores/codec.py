@@ -1,5 +1,5 @@
 """One codec for the records a store keeps as JSON text: plans, key records, audit entries, approvals, sessions,
-tasks.
+tasks, passkeys.
 
 A record is written as the compact JSON of its fields (``dataclasses.asdict``) and read back knowing only this
 version's fields: a field a newer version wrote is dropped, a field an older version did not write takes its
@@ -14,12 +14,12 @@ import dataclasses
 import json
 from typing import Any, TypeVar
 
-from gateway.records import Approval, ApproverSession, AuditEntry, Decision, KeyRecord, Plan, Task
+from gateway.records import Approval, ApproverSession, AuditEntry, Decision, KeyRecord, Passkey, Plan, Task
 
-R = TypeVar("R", Plan, KeyRecord, AuditEntry, Approval, ApproverSession, Task)
+R = TypeVar("R", Plan, KeyRecord, AuditEntry, Approval, ApproverSession, Task, Passkey)
 
 
-def dump(record: Plan | KeyRecord | AuditEntry | Approval | ApproverSession | Task) -> str:
+def dump(record: Plan | KeyRecord | AuditEntry | Approval | ApproverSession | Task | Passkey) -> str:
     """A record as stored: the JSON of its fields."""
     return json.dumps(dataclasses.asdict(record), separators=(",", ":"))
 

@@ -225,6 +225,11 @@ CASES: dict[str, tuple[Callable[[Data], Data], str]] = {
         lambda d: rules(page(d), {"mode": "form"}, {"name": "hook-ok", "mode": "url", "notify": "nobody"}),
         "tools.reset_tenant.approval.1.notify",
     ),
+    "passkeys on an IP address": (lambda d: page(d, passkey="required"), "approvals.passkey"),
+    "passkeys without a page address": (
+        lambda d: setting(reset, passkey="required")(page(d, public_url=None) | {}),
+        "tools.reset_tenant.passkey",
+    ),
     "url mode without approvers": (setting(reset, confirm="url"), "tools.reset_tenant.confirm"),
     "oidc without an approver rule": (
         lambda d: oidc(d, oidc={"client_id": "page", "issuer": ISSUER}),

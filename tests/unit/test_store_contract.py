@@ -26,6 +26,7 @@ from gateway.records import (
     Expired,
     KeyRecord,
     KeyState,
+    Passkey,
     Plan,
     Task,
 )
@@ -371,6 +372,25 @@ class StoreContract:
         for number, seconds in enumerate((3600, 3600, 0.25)):
             await store.put_session(approver_session(f"as_{number}", now + number, seconds=seconds))
         assert [session.session_id for session in await store.sessions(now + 2.5)] == ["as_1", "as_0"]
+
+    async def test_a_passkey_is_stored_once_replaced_only_over_its_revision_and_kept_when_revoked(
+        self, store: Store
+    ) -> None:
+        now = time.time()
+        first = Passkey("cred-1", "pk-1", person_id("https://idp", "alice"), "Alice", "laptop", now)
+        assert await store.put_passkey(first)
+        assert not await store.put_passkey(replace(first, public_key="pk-forged"))  # a credential id is taken once
+        assert await store.get_passkey("cred-1") == first
+        counted = replace(first, sign_count=7)
+        assert await store.replace_passkey(counted)
+        assert not await store.replace_passkey(replace(first, revoked_at=now))  # read at an older revision
+        revoked = replace(counted, rev=1, revoked_at=now + 1)
+        assert await store.replace_passkey(revoked)
+        assert await store.get_passkey("cred-1") == replace(revoked, rev=2)
+        assert await store.get_passkey("cred-none") is None
+        second = Passkey("cred/2+", "pk-2", person_id("https://idp", "bob"), "Bob", "key", now + 5)
+        assert await store.put_passkey(second)
+        assert [each.credential_id for each in await store.passkeys()] == ["cred/2+", "cred-1"]
 
     async def test_a_task_is_created_once_per_live_key_and_read_back_whole(self, store: Store) -> None:
         first = replace(make_task(), identity={"client": "agent", "scopes": ["tenants:reset"]})

@@ -18,10 +18,13 @@ subject, with the verified email or display claim shown beside them (gateway/ide
 from __future__ import annotations
 
 import hashlib
+import logging
+from dataclasses import replace
 from typing import Any, Literal, Protocol
 
 from starlette.requests import Request
 
+from gateway.approvals import passkeys
 from gateway.approvals.lifecycle import DecisionRefused, Refused, State, decide, state
 from gateway.audit import entries, trail
 from gateway.errors import StoreUnavailable
@@ -41,6 +44,7 @@ HEADERS = {
     "Referrer-Policy": "same-origin",  # no-referrer would make the browser send Origin: null on our own POSTs
     "X-Frame-Options": "DENY",
 }
+log = logging.getLogger(__name__)
 ATTEMPTS = 8
 """How many times a decision is tried against approvals that keep changing before the store counts as failing."""
 
@@ -85,10 +89,16 @@ async def approver_by_token(gw: Gateway, source: str, token: str) -> Approver | 
 
 
 async def record(
-    gw: Gateway, approval_id: str, who: Person, verdict: Literal["approve", "reject"]
+    gw: Gateway,
+    approval_id: str,
+    who: Person,
+    verdict: Literal["approve", "reject"],
+    assertion: dict[str, Any] | None = None,
 ) -> tuple[Approval | None, Refused | None]:
     """Record one person's decision: the approval after it (None: no such approval), or why it was refused. The
-    person is checked against the current ``[approvals.approvers]`` first, on every decision."""
+    person is checked against the current ``[approvals.approvers]`` first, on every decision; with passkeys
+    required for the tool, so is ``assertion``: their own enrolled, unrevoked passkey's signature over this
+    decision's challenge (gateway.approvals.passkeys), its counter moved on in the store before the decision is."""
     person, name = who.person, who.name
     for _ in range(ATTEMPTS):
         current = await gw.store.get_approval(approval_id)
@@ -97,16 +107,47 @@ async def record(
         if not gw.config.approvals.approvers.admits(who.facts):
             return current, Refused.NOT_AN_APPROVER
         now = gw.clock()
+        signed = None
+        if gw.config.passkey_required(current.tool):
+            signed = await _signed(gw, current, person, verdict, assertion)
+            if signed is None:
+                return current, Refused.UNSIGNED
         try:
-            changed = decide(current, person, name, verdict, now)
+            changed = decide(current, person, name, verdict, now, signed)
         except DecisionRefused as refused:
             return current, refused.reason
         if changed is current:
             return current, None  # the same answer again: nothing to store
         if await gw.store.replace_approval(changed):
-            await trail.append(gw.store, entries.approval(changed, now, audited(person, name), verdict))
+            evidence = {"passkey": signed} if signed is not None else {}
+            await trail.append(gw.store, entries.approval(changed, now, audited(person, name), verdict, **evidence))
             settled = state(changed, now)
             if settled in (State.APPROVED, State.REJECTED):
                 gw.metrics.decision_seconds.labels(settled.value).observe(now - changed.requested_at)
             return changed, None
     raise StoreUnavailable("the approval kept changing under this decision")
+
+
+async def _signed(
+    gw: Gateway, approval: Approval, person: str, verdict: str, assertion: dict[str, Any] | None
+) -> dict[str, str] | None:
+    """The assertion as a decision keeps it, when it is ``person``'s own enrolled passkey signing this decision;
+    None otherwise (logged with the check that failed). The passkey's counter is stored first: an assertion
+    is used once."""
+    if not isinstance(assertion, dict):
+        return None
+    passkey = await gw.store.get_passkey(str(assertion.get("credentialId", "")))
+    if passkey is None or passkey.revoked_at is not None or passkey.person != person:
+        log.info("passkey decision refused: the credential is not an enrolled, unrevoked passkey of this person")
+        return None
+    url = gw.approvals_url or ""
+    challenge = passkeys.challenge_of(passkeys.signed_facts(approval, approval.digest, url, verdict))
+    try:
+        counter = passkeys.verify(assertion, passkey, challenge, passkeys.relying_party(url))
+    except passkeys.PasskeyRefused as refused:
+        log.info("passkey decision refused: %s", refused)
+        return None
+    if not await gw.store.replace_passkey(replace(passkey, sign_count=counter)):
+        log.info("passkey decision refused: the passkey was used or changed at the same time")
+        return None
+    return passkeys.kept(assertion)

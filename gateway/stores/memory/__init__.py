@@ -5,6 +5,7 @@
     audit       the hash-chained audit, a list
     counters    rate-limit buckets and the counted writes
     page_state  approvals, MCP tasks, approver sessions
+    passkeys    approvers' enrolled WebAuthn credentials
     maps        what every role shares: the chain's keys, the audit list, maps whose entries expire
 
 Atomic: an operation has no ``await`` between its read and its write, so nothing else runs in between (one event

@@ -7,9 +7,10 @@ from gateway.stores.memory.audit import MemoryAudit
 from gateway.stores.memory.counters import MemoryCounters
 from gateway.stores.memory.keys import MemoryKeys
 from gateway.stores.memory.page_state import MemoryPageState
+from gateway.stores.memory.passkeys import MemoryPasskeys
 
 
-class MemoryStore(MemoryKeys, MemoryAudit, MemoryCounters, MemoryPageState):
+class MemoryStore(MemoryKeys, MemoryAudit, MemoryCounters, MemoryPageState, MemoryPasskeys):
     """Every role in TTL maps and a list, in this process."""
 
     async def serve_from(self, holder: str) -> None:

@@ -7,6 +7,7 @@ sessions, tasks and the audit in one database, the one an operator already backs
     audit       the hash-chained audit table and its one tail
     counters    rate-limit buckets on the database's clock and the counted writes
     page_state  approvals, MCP tasks, approver sessions
+    passkeys    approvers' enrolled WebAuthn credentials
     pool        the connection pool every role shares, one transaction or statement per step, failing closed
     url         the store URL: our parameters and libpq's, the password from the environment
     schema      ``migrate`` and the schema-version check ``serve`` and ``check`` ask first

@@ -7,9 +7,10 @@ from gateway.stores.postgres.audit import PostgresAudit
 from gateway.stores.postgres.counters import PostgresCounters
 from gateway.stores.postgres.keys import PostgresKeys
 from gateway.stores.postgres.page_state import PostgresPageState
+from gateway.stores.postgres.passkeys import PostgresPasskeys
 
 
-class PostgresStore(PostgresKeys, PostgresAudit, PostgresCounters, PostgresPageState):
+class PostgresStore(PostgresKeys, PostgresAudit, PostgresCounters, PostgresPageState, PostgresPasskeys):
     """Every role of the store in one PostgreSQL schema shared by every replica."""
 
     async def serve_from(self, holder: str) -> None:

@@ -5,6 +5,7 @@
     audit       the hash-chained audit list: append and trim under WATCH, read in pages
     counters    rate-limit buckets (a script on Redis's clock) and the counted writes
     page_state  approvals, MCP tasks, approver sessions, each with its expiry index
+    passkeys    approvers' enrolled WebAuthn credentials and their index
     leases      the locks' acquire, renew and unlock scripts (the loop around them: gateway/stores/leases.py)
     client      the connection every role shares (one primary, or Sentinel's), its scripts, failing closed
     url         the store URL: our parameters and redis-py's, the password from the environment
@@ -36,6 +37,8 @@ Keys, under ``prefix``::
     tasks                  zset    task ids by expiry                what a gateway resumes; trimmed on read
     session:<id>           string  an ApproverSession's JSON         SET PX: expires with the session
     sessions               zset    session keys by expiry            the operator's list; trimmed on read
+    passkey:<credential>   hash    body, rev                         an enrolled passkey; kept, revoked too
+    passkeys               zset    passkey keys by enrolment time    the operator's list
     bucket:<name>          hash    tokens, updated                   a rate-limit bucket (Lua, Redis's clock);
                                                                      expires once it would be full again
 
@@ -44,7 +47,8 @@ Atomicity. Each decision that reads and writes is one Lua script, which Redis ru
 flight and marks the plan in use, exactly like the SQLite transaction; ``release``, ``settle``,
 ``consume_plan`` (delete a plan only while no key holds it), ``create_task`` (only while no live task holds the
 caller's key), ``replace`` (an approval, only at the revision read), ``replace_task`` (the same, and only from a
-status TASK_TRANSITIONS lets the new one follow: it is passed ``task_leaves``), acquire, renew and unlock are
+status TASK_TRANSITIONS lets the new one follow: it is passed ``task_leaves``), ``put_passkey`` (once per
+credential), ``replace_passkey`` (at the revision read), acquire, renew and unlock are
 scripts too. A script retried after a lost reply recognises its own earlier effect. The scripts that change a
 key's state (claim, release, settle, orphan) change it only from the states KEY_TRANSITIONS (gateway.records) lets
 their event leave, which they are passed (``absent``: no record); anything else leaves the key as it was.

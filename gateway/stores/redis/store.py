@@ -7,9 +7,10 @@ from gateway.stores.redis.audit import RedisAudit
 from gateway.stores.redis.counters import RedisCounters
 from gateway.stores.redis.keys import RedisKeys
 from gateway.stores.redis.page_state import RedisPageState
+from gateway.stores.redis.passkeys import RedisPasskeys
 
 
-class RedisStore(RedisKeys, RedisAudit, RedisCounters, RedisPageState):
+class RedisStore(RedisKeys, RedisAudit, RedisCounters, RedisPageState, RedisPasskeys):
     """Every role in one Redis shared by every replica."""
 
     async def serve_from(self, holder: str) -> None:

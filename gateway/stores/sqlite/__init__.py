@@ -5,6 +5,7 @@
     audit       the hash-chained audit: append, trim, read in order
     counters    rate-limit buckets (in this process) and the counted writes
     page_state  approvals, MCP tasks, approver sessions: what the approval page and the task methods keep
+    passkeys    approvers' enrolled WebAuthn credentials
     file        the file every role shares: its two connections, the worker threads, one transaction per step
     schema      the tables, made (and columns added) when the file is opened
 

@@ -29,6 +29,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     rev INTEGER NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (caller, key);
 CREATE INDEX IF NOT EXISTS tasks_live ON tasks (status, expires_at);
+CREATE TABLE IF NOT EXISTS passkeys (
+    credential_id TEXT PRIMARY KEY, body TEXT NOT NULL, rev INTEGER NOT NULL, created_at REAL NOT NULL);
 """
 ADDED_COLUMNS = {"idempotency": ("tool TEXT", "version_before TEXT"), "writes": ("rows INTEGER NOT NULL DEFAULT 0",)}
 """Columns added after the first release: a file made before them gets them at open."""

@@ -9,9 +9,10 @@ from gateway.stores.sqlite.audit import SqliteAudit
 from gateway.stores.sqlite.counters import SqliteCounters
 from gateway.stores.sqlite.keys import SqliteKeys
 from gateway.stores.sqlite.page_state import SqlitePageState
+from gateway.stores.sqlite.passkeys import SqlitePasskeys
 
 
-class SqliteStore(SqliteKeys, SqliteAudit, SqliteCounters, SqlitePageState):
+class SqliteStore(SqliteKeys, SqliteAudit, SqliteCounters, SqlitePageState, SqlitePasskeys):
     """Every role in one SQLite file, reached from worker threads."""
 
     async def serve_from(self, holder: str) -> None:

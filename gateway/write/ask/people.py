@@ -38,7 +38,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 
-from gateway.approvals.digest import short
+from gateway.approvals.digest import digest_of, short
 from gateway.approvals.lifecycle import (
     WAIT_META,
     State,
@@ -49,6 +49,7 @@ from gateway.approvals.lifecycle import (
     new_approval,
     state,
 )
+from gateway.approvals.passkeys import unsigned
 from gateway.approvals.policy import Choice
 from gateway.audit import entries, trail
 from gateway.errors import AVAILABLE, UNAVAILABLE, Code, ToolError, approval_hints, authorization_denial
@@ -88,6 +89,8 @@ class ApprovalAsk:
     """Shown on the page beside the requester and the target (gateway.records.Approval)."""
     digest: str | None = None
     """The digest of the facts people approve, as this call computes them (gateway.approvals.digest)."""
+    facts: dict[str, Any] | None = None
+    """Those facts themselves, kept on the approval (its proposed event carries them)."""
 
 
 def ask_for(
@@ -98,7 +101,7 @@ def ask_for(
     choice: Choice,
     timeout: float,
     target_name: str | None,
-    digest: str | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> ApprovalAsk:
     """What a url-mode write asks the approval page for: the plan, the caller as a person (and the name shown for
     them), the target's name as the backend reported it, the rule's approvers, four eyes and webhook."""
@@ -120,7 +123,8 @@ def ask_for(
         max_pending=gw.config.approvals.max_pending_per_caller,
         announce=announce,
         timeout=timeout,
-        digest=digest,
+        digest=digest_of(facts) if facts is not None else None,
+        facts=facts,
     )
 
 
@@ -130,8 +134,40 @@ async def approve(
     request: ApprovalAsk,
     gw: Parts,
 ) -> Approval | types.InputRequiredResult:
-    """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise. The waits
-    take the gateway's clock and sleep."""
+    """The given approval, or (2026) a request to ask and call again; raises ToolError otherwise. With passkeys
+    required, an approval counts only with enough signed yeses, checked here against the passkeys as the store
+    has them now (gateway.approvals.passkeys). The waits take the gateway's clock and sleep."""
+    decided = await _decided(ctx, params, request, gw)
+    if isinstance(decided, Approval) and gw.config.passkey_required(request.plan.tool):
+        await _require_signatures(decided, request, gw)
+    return decided
+
+
+async def _require_signatures(approval: Approval, request: ApprovalAsk, gw: Parts) -> None:
+    """Refuse (not_confirmed, nothing sent) an approval without ``approvers_needed`` yeses signed over this
+    write's facts by enrolled, unrevoked passkeys of the people who gave them."""
+    ids = {decision.assertion.get("credentialId", "") for decision in approval.decisions if decision.assertion}
+    keys = {key.credential_id: key for key in [await gw.store.get_passkey(each) for each in ids] if key is not None}
+    problems = unsigned(approval, request.digest, request.page_url or "", keys)
+    signed = len(approved_by(approval)) - len(problems)
+    if signed >= approval.approvers_needed and not problems:
+        return
+    raise ToolError(
+        Code.NOT_CONFIRMED,
+        f"This write needs {approval.approvers_needed} approval(s) signed with an approver's passkey over its exact"
+        f" facts, and the approval on record has {max(signed, 0)}: {'; '.join(problems) or 'none signed'}."
+        " Nothing was changed.",
+        details={"approvalId": approval.approval_id, "unsigned": problems},
+        authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
+    )
+
+
+async def _decided(
+    ctx: ServerRequestContext[Any, Any],
+    params: types.CallToolRequestParams,
+    request: ApprovalAsk,
+    gw: Parts,
+) -> Approval | types.InputRequiredResult:
     approval = await approval_for(request, gw)
     current = state(approval, gw.clock())
     if current is State.PENDING:
@@ -162,6 +198,7 @@ async def approval_for(request: ApprovalAsk, gw: Parts) -> Approval:
             caller_display=request.caller_display,
             target_name=request.target_name,
             digest=request.digest,
+            facts=request.facts,
         )
         found = await store.put_approval(made)
         if found == made:

@@ -45,11 +45,13 @@ async def ask(
     is; raises ToolError otherwise. ``policy``: the definition of the rule that chose the mode (or of the tool's own
     confirm), whose version the facts' digest binds (gateway.approvals.digest)."""
     gw = call.gw
-    digest = digest_of(facts_of(plan, message, choice.rule, policy))
+    facts = facts_of(plan, message, choice.rule, policy)
+    digest = digest_of(facts)
     decided = {**decided_by(choice), "factsDigest": digest}
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
-        request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=await ready(), digest=digest)
+        named = await ready()
+        request = people.ask_for(gw, plan, key, message, choice, wait_seconds, target_name=named, facts=facts)
         if wants_task(ctx):
             most = gw.config.approvals.max_tasks_per_caller
             bearer = bearer_of(getattr(ctx.request, "headers", None))
