@@ -15,6 +15,8 @@
     returned       returned           what the caller of a write people approved was answered, after its
                                       executed entry (applied, unknown, backend_error; gateway.write.driver)
     cancelled      cancelled          a task cancelled before its write could run (gateway.mcp.tasks)
+    passkey        passkey            a passkey enrolled on the page or revoked by an operator, with its public
+                                      key (gateway.http.page.passkeys, gateway.cli.approvals)
     trimmed        trimmed            ``audit trim``'s checkpoint (gateway.audit.chain)
 
 A write's call learns its facts as it goes (``Facts``: the plan, the key, the target, versions, the answer and
@@ -35,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.errors import Code, ToolError
-from gateway.records import Approval, AuditEntry, KeyRecord, Task
+from gateway.records import Approval, AuditEntry, KeyRecord, Passkey, Task
 
 APPLIED = "applied"
 REPLAYED = "replayed"
@@ -47,6 +49,7 @@ APPROVAL = "approval"
 PROPOSED = "proposed"
 RETURNED = "returned"
 CANCELLED = "cancelled"
+PASSKEY = "passkey"
 TRIMMED = "trimmed"
 
 OUTCOMES = {
@@ -68,6 +71,9 @@ OUTCOMES = {
     " (`applied`, `unknown`, `backend_error`): `code`, or none for a result (`extra.answered`)",
     CANCELLED: "a url-mode write's task cancelled before people decided (a tool-approval task: before its write was"
     " claimed): its plan and its approval ended, nothing was written (`target`, `extra.task`, `extra.why`)",
+    PASSKEY: "a passkey enrolled by a person on the approval page, or revoked by an operator (`confirmation`"
+    " enrolled or revoked): `extra.credentialId`, `extra.publicKey` (COSE, base64url), `extra.approver`; `audit"
+    " verify` checks signed approvals with the keys these entries hold",
     TRIMMED: "`audit trim`'s checkpoint: the seq and hash of the last entry it deleted (`extra.trimmed_through`,"
     " `extra.trimmed_head`)",
 }
@@ -224,6 +230,13 @@ def cancelled(task: Task, at: float, why: str, target: str | None) -> AuditEntry
         extra={"task": task.task_id, "why": why},
     )
     return _of(facts, at, CANCELLED)
+
+
+def passkey(key: Passkey, at: float, event: str, approver: dict[str, Any]) -> AuditEntry:
+    """A passkey ``enrolled`` or ``revoked`` (``approver``: its person as gateway.identity.person.audited keeps
+    them), with the public key signatures are checked against."""
+    extra = {"credentialId": key.credential_id, "publicKey": key.public_key, "label": key.label, "approver": approver}
+    return _of(Facts(key.person, "approvals passkeys", confirmation=event, extra=extra), at, PASSKEY)
 
 
 def trimmed(last_trimmed: AuditEntry, count: int, before: float, at: float) -> AuditEntry:

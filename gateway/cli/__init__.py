@@ -9,6 +9,7 @@ init       ``init``: the built-in config written out to edit
 audit      ``audit list | verify | head | trim``
 approvals  ``approvals list | approve | reject``: the approval API from a terminal
 sessions   ``approvals sessions [--revoke ID] [--person P]``: the operator's list of approver sessions, in the store
+passkeys   ``approvals passkeys [--revoke ID] [--person P]``: the operator's list of enrolled passkeys, revoking
 call/      ``call`` and ``tools``: a terminal MCP client that answers prompts at the keyboard
 inspect/   ``inspect``: look at any MCP server and draft the config that wraps it
 migrate    ``migrate``: a PostgreSQL store's schema, and the schema check ``serve``, ``check`` and ``audit`` make

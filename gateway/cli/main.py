@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8080
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
 BUILT_IN = "the built-in demo config; state in the platform state dir"
+OPERATOR_ACTIONS = ("sessions", "passkeys")
+"""The ``approvals`` actions an operator runs against the store itself (the others call the page's API)."""
 
 log = logging.getLogger("gateway")
 
@@ -147,18 +149,24 @@ def main(argv: list[str] | None = None) -> int:
     inspecting.add_argument("--timeout", type=float, default=60.0, help="seconds to connect and read (default 60)")
     approvals = commands.add_parser(
         "approvals",
-        help="list, approve or reject writes waiting for approval; list or revoke approvers' sessions (operator)",
+        help="list, approve or reject writes waiting for approval; list or revoke approvers' sessions and passkeys"
+        " (operator)",
     )
-    approvals.add_argument("action", choices=["list", "approve", "reject", "sessions"])
+    approvals.add_argument("action", choices=["list", "approve", "reject", "sessions", "passkeys"])
     approvals.add_argument("ids", nargs="*", metavar="APPROVAL_ID")
     approvals.add_argument(
-        "--config", help=f"sessions: the TOML file whose store holds the sessions (default: {BUILT_IN})"
+        "--config", help=f"sessions, passkeys: the TOML file whose store holds them (default: {BUILT_IN})"
     )
     approvals.add_argument(
-        "--revoke", action="append", default=[], metavar="SESSION_ID", help="sessions: end this session (repeatable)"
+        "--revoke",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="sessions: end this session; passkeys: revoke this credential (repeatable)",
     )
     approvals.add_argument(
-        "--person", help="sessions: end every session of this person (a subject, or 'subject (issuer)' as listed)"
+        "--person",
+        help="sessions, passkeys: every one of this person (a subject, or 'subject (issuer)' as listed)",
     )
     approvals.add_argument(
         "--url", default=DEFAULT_URL.removesuffix("/mcp"), help="the gateway's base URL (default: %(default)s)"
@@ -178,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "approvals" and args.action in ("approve", "reject") and not args.ids:
         parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
-    if args.command == "approvals" and args.action != "sessions" and (args.revoke or args.person):
-        parser.error("--revoke and --person go with approvals sessions")
+    if args.command == "approvals" and args.action not in OPERATOR_ACTIONS and (args.revoke or args.person):
+        parser.error("--revoke and --person go with approvals sessions or approvals passkeys")
     try:
         return run(args)
     except BrokenPipeError:
@@ -200,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the parsed subcommand."""
     if args.command == "inspect":
         return run_inspect(args)
-    if args.command == "approvals" and args.action != "sessions":
+    if args.command == "approvals" and args.action not in OPERATOR_ACTIONS:
         from gateway.cli import approvals
 
         return approvals.run(args.url, args.action, args.ids, args.token_env, args.json, args.unattended)
@@ -249,10 +257,11 @@ def run(args: argparse.Namespace) -> int:
         logs.configure("error", "text")
         return anyio.run(run_audit, config, args)
     if args.command == "approvals":
-        from gateway.cli import sessions
+        from gateway.cli import passkeys, sessions
 
         logs.configure("error", "text")
-        return anyio.run(sessions.run, config, args.revoke, args.person, args.json)
+        operator = passkeys.run if args.action == "passkeys" else sessions.run
+        return anyio.run(operator, config, args.revoke, args.person, args.json)
     logs.configure(args.log_level or config.logging.level, config.logging.format)
     for warning in [*config.republished_god_tools(), *config.statement_warnings()]:
         log.warning("%s", warning)

@@ -73,6 +73,9 @@ async def test_every_page_route_answers_a_store_failure_with_the_pages_headers(w
             ),
             ("GET", "/approvals/page.css"): await http.get("/approvals/page.css"),
             ("GET", "/approvals/page.js"): await http.get("/approvals/page.js"),
+            ("GET", "/approvals/passkey.js"): await http.get("/approvals/passkey.js"),
+            ("GET", "/approvals/passkeys"): await http.get("/approvals/passkeys"),
+            ("POST", "/approvals/passkeys"): await user.post("/approvals/passkeys", {"csrf": csrf}),
             ("GET", "/approvals/login"): await http.get("/approvals/login"),
             ("POST", "/approvals/login"): await user.sign_in("carol"),
             ("GET", "/approvals/callback"): await http.get("/approvals/callback"),
@@ -81,7 +84,7 @@ async def test_every_page_route_answers_a_store_failure_with_the_pages_headers(w
     routes = {(method, route.path) for route in ApprovalPage(world.gw).routes() for method in route.methods or ()}
     assert set(answers) == routes - {(method, path) for method, path in routes if method == "HEAD"}
     for (method, path), response in answers.items():
-        static = path in {"/approvals/page.css", "/approvals/page.js"}
+        static = path in {"/approvals/page.css", "/approvals/page.js", "/approvals/passkey.js"}
         assert_page_headers(response, cached=static)
         if not static and path not in {"/approvals/login", "/approvals/callback", "/approvals/logout"}:
             assert response.status_code == 503, (method, path, response.status_code)

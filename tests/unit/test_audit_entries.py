@@ -8,11 +8,12 @@ import inspect
 
 from gateway.audit import entries
 from gateway.errors import Code, ToolError
-from gateway.records import Approval, AuditEntry, KeyRecord, Task
+from gateway.records import Approval, AuditEntry, KeyRecord, Passkey, Task
 from tests.support.processes import ROOT
 
 FACTS = entries.Facts("agent", "reset_tenant", plan_id="pl_x", idempotency_key="key-0001", target="tn_a")
 APPROVAL = Approval("ap_x", "pl_x", "agent", None, "reset_tenant", "tn_a", 3, {}, {}, "Reset?", 1.0, 9.0, 1, False)
+PASSKEY = Passkey("cred", "cose", '["static","bob"]', "bob", "laptop", 1.0)
 TASK = Task("tk_x", "agent", "reset_tenant", "key-0001", {}, "pl_x", "ap_x", 1.0, 1.0, 9.0)
 
 
@@ -38,6 +39,7 @@ def made_by_each_constructor() -> dict[str, list[AuditEntry]]:
         "returned": [entries.returned(FACTS, 1.0, None), entries.returned(FACTS, 1.0, "outcome_unknown")],
         "cancelled": [entries.cancelled(TASK, 1.0, "cancelled by the caller", "tn_a")],
         "trimmed": [entries.trimmed(first, 4, 1.0, 2.0)],
+        "passkey": [entries.passkey(PASSKEY, 1.0, "enrolled", {"issuer": "static", "subject": "bob"})],
     }
 
 

@@ -1,4 +1,5 @@
-"""The approval page: server-rendered HTML; its forms need no JavaScript (one static script adds local times).
+"""The approval page: server-rendered HTML; its forms need no JavaScript (a static script adds local times), but
+where passkeys are required a decision is signed by the authenticator through passkey.js.
 
     GET  /approvals              the writes waiting (signed in), each with a box to select it; ``?show=`` the
                                  approved, applied, not applied, rejected or expired ones, or all, newest first
@@ -9,6 +10,9 @@
     POST /approvals/{id}         a decision: the session's CSRF token, from this page's own origin; Reject asks
                                  once more
     GET  /approvals/page.css, page.js   the stylesheet, and the script that shows each time in the viewer's zone
+    GET  /approvals/passkey.js   the script that asks the authenticator (gateway/http/page/passkeys.py)
+    GET  /approvals/passkeys     the person's passkeys and a form that registers one
+    POST /approvals/passkeys     a registration, checked and stored
     GET  /approvals/api/open     the same list as JSON, for ``mcp-safety-gateway approvals`` (approver token)
     POST /approvals/api/{id}     a decision as JSON ``{"decision"}``; these two are gateway/http/page/api.py
     GET  /approvals/login        approver token form, or off to the identity provider
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
+from fido2.utils import websafe_encode
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -43,6 +48,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from gateway.approvals.lifecycle import Refused, Shown, State, approval_url, approved_by, may_decide, shown, state
+from gateway.http.page import passkeys as passkey_page
 from gateway.http.page.api import ApprovalApi, api_answer
 from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
 from gateway.http.page.login import Approver, LoginFailed, OidcClient
@@ -63,7 +69,10 @@ REFUSALS = {
     Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
     Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
     Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
+    Refused.UNSIGNED: "This write needs your passkey's signature, and none that holds came with your answer; nothing"
+    " was recorded. Decide on this write's own page, with a passkey registered at /approvals/passkeys.",
 }
+VERDICTS = ("approve", "reject")
 TOO_MANY = "Too many approver-token attempts from here or with that token; try again in {seconds} seconds."
 
 
@@ -75,6 +84,7 @@ class ApprovalPage:
         config = gw.config.approvals
         self.sessions = Sessions(gw)
         self.login_state = Signer(gw.keys, f"login:{gw.approvals_url}")
+        self.enrolment = Signer(gw.keys, f"passkey-enrol:{gw.approvals_url}")
         self.api = ApprovalApi(gw)
         self.oidc: OidcClient | None = None
         issuer = gw.config.oidc_issuer()
@@ -98,6 +108,9 @@ class ApprovalPage:
             *self.api.routes(),
             Route("/approvals/page.css", self.stylesheet, methods=["GET"]),
             Route("/approvals/page.js", self.script, methods=["GET"]),
+            Route("/approvals/passkey.js", self.script, methods=["GET"]),
+            Route("/approvals/passkeys", self.passkeys, methods=["GET"]),
+            Route("/approvals/passkeys", self.enrol, methods=["POST"]),
             Route("/approvals/login", self.login_form, methods=["GET"]),
             Route("/approvals/login", self.login_with_token, methods=["POST"]),
             Route("/approvals/callback", self.callback, methods=["GET"]),
@@ -143,7 +156,7 @@ class ApprovalPage:
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         notice = request.query_params.get("notice")
-        return self._detail(session, approval, REFUSALS.get(Refused(notice)) if notice in set(Refused) else None)
+        return await self._detail(session, approval, REFUSALS.get(Refused(notice)) if notice in set(Refused) else None)
 
     async def decision(self, request: Request) -> Response:
         posted = await self._signed_in_form(request)
@@ -157,11 +170,38 @@ class ApprovalPage:
         if verdict == "reject" and form.get("confirmed") != "yes":
             return await self._confirm_reject(session, approval_url("", approval_id), [approval_id])
         answer: Literal["approve", "reject"] = "approve" if verdict == "approve" else "reject"
-        approval, refused = await record(self.gw, approval_id, session, answer)
+        approval, refused = await record(self.gw, approval_id, session, answer, passkey_page.assertion_of(form))
         if approval is None:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
         suffix = f"?notice={refused.value}" if refused is not None else ""
         return self._redirect(approval_url("", approval_id) + suffix)
+
+    async def passkeys(self, request: Request, notice: str | None = None, status: int = 200) -> Response:
+        """The person's passkeys and a form that registers one more (its challenge signed into the form)."""
+        session = await self._session(request)
+        if session is None:
+            return self._to_login("/approvals/passkeys")
+        keys = await passkey_page.own_passkeys(self.gw, session.person)
+        challenge = passkey_page.new_challenge()
+        kept = {"session": session.session_id, "challenge": websafe_encode(challenge)}
+        state = self.enrolment.sign({**kept, "exp": self.gw.clock() + passkey_page.ENROL_SECONDS})
+        options = passkey_page.registration_options(self.gw, session, keys, challenge)
+        response = self._render(
+            "passkeys.html", session, keys=keys, options=options, state=state, notice=notice, passkeys=True
+        )
+        response.status_code = status
+        return response
+
+    async def enrol(self, request: Request) -> Response:
+        posted = await self._signed_in_form(request)
+        if posted is None:
+            return self._forged()
+        session, form = posted
+        kept = self.enrolment.unsign(str(form.get("state") or ""), self.gw.clock())
+        if kept is None:
+            return await self.passkeys(request, "That registration form expired; register again.", 400)
+        key, said = await passkey_page.enrol(self.gw, session, kept, form)
+        return await self.passkeys(request, said, 200 if key is not None else 400)
 
     async def login_form(self, request: Request) -> Response:
         target = _safe_next(request.query_params.get("next"))
@@ -226,8 +266,9 @@ class ApprovalPage:
         return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=300"})
 
     async def script(self, request: Request) -> Response:
-        """The page's one script: it adds each time in the viewer's own zone (the page works without it)."""
-        js = (TEMPLATES / "page.js").read_text()
+        """The page's scripts: page.js adds each time in the viewer's own zone (the page works without it);
+        passkey.js asks the authenticator where a passkey is required or being registered."""
+        js = (TEMPLATES / request.url.path.rpartition("/")[2]).read_text()
         return Response(js, media_type="text/javascript", headers={**HEADERS, "Cache-Control": "max-age=300"})
 
     async def store_unavailable(self, request: Request, exc: Exception) -> Response:
@@ -252,10 +293,15 @@ class ApprovalPage:
                 found.append(Row(approval, shown(approval, now), not may_decide(approval, session.person)))
         if not found:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
-        return self._render("confirm.html", session, rows=found, action=action)
+        keys = await passkey_page.own_passkeys(self.gw, session.person)
+        sign = passkey_page.signing(self.gw, found[0].approval, "reject", keys, session.person)
+        sign = sign if len(found) == 1 else None  # several at once cannot be signed: each on its own page
+        return self._render("confirm.html", session, rows=found, action=action, sign=sign, passkeys=sign is not None)
 
-    def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
+    async def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
+        keys = await passkey_page.own_passkeys(self.gw, session.person)
+        sign = {verdict: passkey_page.signing(self.gw, approval, verdict, keys, session.person) for verdict in VERDICTS}
         current, where = state(approval, now), shown(approval, now)
         own = not may_decide(approval, session.person)
         decided = any(decision.approver == session.person for decision in approval.decisions)
@@ -276,6 +322,8 @@ class ApprovalPage:
             can_decide=current is State.PENDING and authorized and not own and not decided,
             notice=notice,
             notice_kind="refused" if notice else "",
+            sign=sign,
+            passkeys=sign["approve"] is not None,
         )
 
     async def _signed_in(self, approver: Approver, target: str) -> Response:
