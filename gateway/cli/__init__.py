@@ -6,7 +6,7 @@ serve      ``serve``: HTTP or stdio, the approval page beside stdio, the refusal
 workers    ``serve --workers N``: the supervisor that forks N HTTP workers on one socket (Redis, PostgreSQL only)
 check      ``check``: a config against its backend, the published tool table, ``--explain``
 init       ``init``: the built-in config written out to edit
-audit      ``audit list | verify | head | trim``
+audit      ``audit list | verify | export | head | trim``; ``verify --bundle`` checks exported evidence offline
 approvals  ``approvals list | approve | reject``: the approval API from a terminal
 sessions   ``approvals sessions [--revoke ID] [--person P]``: the operator's list of approver sessions, in the store
 passkeys   ``approvals passkeys [--revoke ID] [--person P]``: the operator's list of enrolled passkeys, revoking

@@ -1,7 +1,12 @@
-"""``mcp-safety-gateway audit list [--plan ID] | verify [--head SEQ:HASH] | head | trim --before TIME``.
+"""``mcp-safety-gateway audit list [--plan ID] | verify [--head SEQ:HASH | --bundle FILE] | export --plan ID | head |
+trim --before TIME``.
 
 ``verify`` checks the keyed chain and, for every write that waited for people, that its events (proposed,
-approval, the backend call, returned) share one facts digest and come in order (gateway.audit.events).
+approval, the backend call, returned) share one facts digest and come in order (gateway.audit.events); that every
+passkey approval's signature holds over the facts in its entries, and that no write ran on a yes no signature
+backs where passkeys are required (gateway.audit.signatures); and that the store keeps no approval for such a
+tool with an unsigned yes (a row written around the page). ``export --plan`` prints one plan's evidence bundle;
+``verify --bundle`` checks one offline, with neither config nor store.
 
 They open the configured store with the audit key ring (gateway/identity/secrets.py), never take it for serving, and
 print for an operator's terminal (every table cell escaped by gateway.text). ``trim`` is the only one that
@@ -16,12 +21,14 @@ import json
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
-from gateway.audit import chain, display, events
+from gateway.approvals import passkeys
+from gateway.audit import chain, display, events, signatures
 from gateway.config import GatewayConfig
 from gateway.identity.secrets import load_audit_keys
-from gateway.records import AuditEntry
-from gateway.stores import open_store
+from gateway.records import TOMBSTONE_SECONDS, AuditEntry
+from gateway.stores import Store, codec, open_store
 from gateway.text import printable
 
 PROGRAM = "mcp-safety-gateway audit"
@@ -47,13 +54,17 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
             print(f"trimmed {count} entries" + (f"; checkpoint {stored.seq}" if stored is not None else ""))
             return 0
         entries = [entry async for entry in store.audit_entries()]
+        kept = await _unsigned_approvals(config, store) if args.audit_command == "verify" else []
     finally:
         await store.close()
     if args.audit_command == "head":
         print(chain.head(entries) or "(empty)")
         return 0
     if args.audit_command == "verify":
-        return _verify(entries, keys, args.head, args.unkeyed_through)
+        return _verify(entries, keys, args.head, args.unkeyed_through, kept)
+    if args.audit_command == "export":
+        print(json.dumps(signatures.bundle(entries, args.plan), indent=1))
+        return 0
     shown = [
         entry
         for entry in entries
@@ -67,9 +78,13 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(entries: list[AuditEntry], keys: chain.ChainKeys, head: str | None, unkeyed_through: int) -> int:
+def _verify(
+    entries: list[AuditEntry], keys: chain.ChainKeys, head: str | None, unkeyed_through: int, kept: list[str]
+) -> int:
     verdict = chain.verify(entries, keys, head=head)
     verdict.problems.extend(events.problems(entries))
+    verdict.problems.extend(signatures.problems(entries))
+    verdict.problems.extend(kept)
     unkeyed = [entry.seq for entry in entries if not entry.key_id]
     if unkeyed and unkeyed[-1] > unkeyed_through:
         verdict.problems.append(
@@ -85,6 +100,41 @@ def _verify(entries: list[AuditEntry], keys: chain.ChainKeys, head: str | None, 
         print(f"note  entries {unkeyed[0]}..{unkeyed[-1]} were sealed before the chain was keyed (accepted)")
     against = f", holds head {printable(head)}" if head is not None else ""
     print(f"ok    {len(entries)} entries, chain intact{against}, head {chain.head(entries) or '(empty)'}")
+    return 0
+
+
+async def _unsigned_approvals(config: GatewayConfig, store: Store) -> list[str]:
+    """Approvals the store keeps for tools that require passkeys, with a yes no valid signature backs: a row
+    written into the store by someone other than the page (the write refuses it; this names it)."""
+    now, found = time.time(), []
+    url = config.approvals.public_url or ""
+    for approval in await store.open_approvals(now - TOMBSTONE_SECONDS):  # all the store still keeps
+        if not config.passkey_required(approval.tool):
+            continue
+        ids = {each.assertion.get("credentialId", "") for each in approval.decisions if each.assertion}
+        held = {key.credential_id: key for key in [await store.get_passkey(each) for each in ids] if key}
+        for problem in passkeys.unsigned(approval, approval.digest, url, held):
+            found.append(
+                f"approval {approval.approval_id} (plan {approval.plan_id}): a yes no person signed: {problem}"
+            )
+    return found
+
+
+def verify_bundle(path: Path) -> int:
+    """Check an evidence bundle offline: its events together, and every passkey signature in it; the exit code."""
+    try:
+        bundled = signatures.bundled(json.loads(path.read_text(encoding="utf-8")))
+        trail = [codec.load(AuditEntry, json.dumps(entry)) for entry in bundled]
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"{PROGRAM}: {path}: {exc}", file=sys.stderr)
+        return 2
+    found = [*events.problems(trail), *signatures.problems(trail)]
+    for problem in found:
+        print(f"FAIL  {problem}")
+    if found:
+        return 1
+    signed = sum(1 for entry in trail if entry.outcome == "approval" and "passkey" in entry.extra)
+    print(f"ok    {len(trail)} entries, {signed} passkey signature(s) verified against the keys in the bundle")
     return 0
 
 

@@ -117,10 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SEQ",
         help="accept unkeyed entries up to SEQ: those sealed before an upgrade keyed the chain",
     )
+    verify.add_argument(
+        "--bundle",
+        metavar="FILE",
+        help="check an evidence bundle from `audit export` instead, offline: no config, no store, no key",
+    )
+    export = audit_commands.add_parser(
+        "export", help="one plan's evidence bundle (its entries and the passkeys that signed them), as JSON"
+    )
+    export.add_argument("--plan", required=True, help="the plan whose entries to export")
     head = audit_commands.add_parser("head", help="print the newest entry as SEQ:HASH, to keep outside the store")
     trim = audit_commands.add_parser("trim", help="delete entries older than a time, leaving a checkpoint")
     trim.add_argument("--before", required=True, help="delete entries before this UTC time (2026-12-02T18:00:00Z)")
-    for sub in (listing, verify, head, trim):
+    for sub in (listing, verify, export, head, trim):
         sub.add_argument("--config", help=f"TOML file (default: {BUILT_IN})")
     migrate = commands.add_parser(
         "migrate", help="create or upgrade a PostgreSQL store's tables (idempotent; other stores need nothing)"
@@ -220,6 +229,10 @@ def run(args: argparse.Namespace) -> int:
         return terminal.run(args.url, args.tool, args.arguments, args.token_env, args.json, args.answers_from_stdin)
     if args.command == "init":
         return run_init(Path(args.dir), args.force)
+    if args.command == "audit" and getattr(args, "bundle", None):
+        from gateway.cli.audit import verify_bundle
+
+        return verify_bundle(Path(args.bundle))
 
     import anyio
 

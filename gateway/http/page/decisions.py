@@ -107,19 +107,19 @@ async def record(
         if not gw.config.approvals.approvers.admits(who.facts):
             return current, Refused.NOT_AN_APPROVER
         now = gw.clock()
-        signed = None
+        signed: tuple[dict[str, str], dict[str, Any]] | None = None
         if gw.config.passkey_required(current.tool):
             signed = await _signed(gw, current, person, verdict, assertion)
             if signed is None:
                 return current, Refused.UNSIGNED
         try:
-            changed = decide(current, person, name, verdict, now, signed)
+            changed = decide(current, person, name, verdict, now, signed[0] if signed is not None else None)
         except DecisionRefused as refused:
             return current, refused.reason
         if changed is current:
             return current, None  # the same answer again: nothing to store
         if await gw.store.replace_approval(changed):
-            evidence = {"passkey": signed} if signed is not None else {}
+            evidence = {"passkey": {**signed[0], "signed": signed[1]}} if signed is not None else {}
             await trail.append(gw.store, entries.approval(changed, now, audited(person, name), verdict, **evidence))
             settled = state(changed, now)
             if settled in (State.APPROVED, State.REJECTED):
@@ -130,10 +130,10 @@ async def record(
 
 async def _signed(
     gw: Gateway, approval: Approval, person: str, verdict: str, assertion: dict[str, Any] | None
-) -> dict[str, str] | None:
-    """The assertion as a decision keeps it, when it is ``person``'s own enrolled passkey signing this decision;
-    None otherwise (logged with the check that failed). The passkey's counter is stored first: an assertion
-    is used once."""
+) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """The assertion as a decision keeps it and the facts it signed, when it is ``person``'s own enrolled passkey
+    signing this decision; None otherwise (logged with the check that failed). The passkey's counter is stored
+    first: an assertion is used once."""
     if not isinstance(assertion, dict):
         return None
     passkey = await gw.store.get_passkey(str(assertion.get("credentialId", "")))
@@ -141,7 +141,8 @@ async def _signed(
         log.info("passkey decision refused: the credential is not an enrolled, unrevoked passkey of this person")
         return None
     url = gw.approvals_url or ""
-    challenge = passkeys.challenge_of(passkeys.signed_facts(approval, approval.digest, url, verdict))
+    facts = passkeys.signed_facts(approval, approval.digest, url, verdict)
+    challenge = passkeys.challenge_of(facts)
     try:
         counter = passkeys.verify(assertion, passkey, challenge, passkeys.relying_party(url))
     except passkeys.PasskeyRefused as refused:
@@ -150,4 +151,4 @@ async def _signed(
     if not await gw.store.replace_passkey(replace(passkey, sign_count=counter)):
         log.info("passkey decision refused: the passkey was used or changed at the same time")
         return None
-    return passkeys.kept(assertion)
+    return passkeys.kept(assertion), facts

@@ -47,7 +47,8 @@ async def ask(
     gw = call.gw
     facts = facts_of(plan, message, choice.rule, policy)
     digest = digest_of(facts)
-    decided = {**decided_by(choice), "factsDigest": digest}
+    signed = {"passkey": "required"} if choice.mode == "url" and gw.config.passkey_required(plan.tool) else {}
+    decided = {**decided_by(choice), "factsDigest": digest, **signed}
     call.note(extra=decided)  # a refusal from here on (pending, rejected, declined) names the mode and rule
     if choice.mode == "url":
         named = await ready()
