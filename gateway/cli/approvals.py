@@ -124,6 +124,11 @@ def _decide(http: httpx.Client, command: str, ids: list[str], as_json: bool, ask
             print(json.dumps({"approvalId": approval_id, "status": response.status_code, **body}))
         elif response.status_code == 404:
             print(f"{escaped(approval_id)}: no such approval")
+        elif body.get("refused") == "unsigned":
+            print(
+                f"{approval_id}: refused (unsigned): it needs your passkey's signature; decide on its page,"
+                f" {escaped(str(body.get('url')))}"
+            )
         elif body.get("refused"):
             print(f"{approval_id}: refused ({body['refused']}); state {body.get('state')}")
         elif response.status_code != 200:

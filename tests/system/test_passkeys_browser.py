@@ -145,12 +145,18 @@ async def test_on_postgresql_too(tmp_path: Path, postgres_url: str) -> None:
 async def signed_yes_runs_once(tmp: Path, store: str, era: str, replicas: int) -> None:
     async with browser.chromium() as chromium, site(tmp, store, replicas) as gw:
         approval_id, args = await waiting_write(gw.other, era, TENANTS.main)
+        rejected_id, rejected_args = await waiting_write(gw.other, era, TENANTS.other)
         async with approver(chromium, gw.page) as (tab, _, _):
             await enrol(tab)
             await tab.goto(f"{gw.page}/approvals/{approval_id}")
             assert "needs your passkey" in await tab.inner_text("main")
             landed = await press(tab, gw.page, approval_id, "button.approve")
             assert landed == f"{gw.page}/approvals/{approval_id}", landed
+            await press(tab, gw.page, rejected_id, "button.reject")  # Reject asks once more; "Yes, reject" signs
+            async with tab.expect_navigation():
+                await tab.click("button.confirm")
+            assert tab.url == f"{gw.page}/approvals/{rejected_id}", tab.url
+        assert error_code(await call(gw.other, era, rejected_args)) == "not_confirmed"
         done = await call(gw.other, era, args)
         assert not done.is_error, done.content
         assert TENANTS.write_count(gw.db) == 1
@@ -161,7 +167,7 @@ async def signed_yes_runs_once(tmp: Path, store: str, era: str, replicas: int) -
     bundle = tmp / "evidence.json"
     bundle.write_text(exported)
     status, said = await cli("audit", "verify", "--bundle", str(bundle))
-    assert status == 0 and "1 passkey signature(s) verified" in said, said
+    assert status == 0 and "1 passkey signature(s) verified" in said, said  # the plan's one yes
     forged = json.loads(exported)
     approval = next(entry for entry in forged["entries"] if entry["outcome"] == "approval")
     approval["extra"]["passkey"]["signed"]["factsDigest"] = "0" * 64  # the bundle altered after export
