@@ -19,7 +19,7 @@ from dataclasses import replace
 from gateway.audit import entries, trail
 from gateway.audit.chain import ChainKeys
 from gateway.config import GatewayConfig
-from gateway.identity.person import audited, readable_person
+from gateway.identity.person import audited, names, readable_person
 from gateway.identity.secrets import load_audit_keys
 from gateway.records import Passkey
 from gateway.stores import open_store
@@ -39,7 +39,8 @@ async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_j
         if not revoke and person is None:
             _show(kept, as_json)
             return 0
-        chosen = [key for key in kept if key.revoked_at is None and (key.credential_id in revoke or _is(key, person))]
+        live = [key for key in kept if key.revoked_at is None]
+        chosen = [key for key in live if key.credential_id in revoke or names(person, key.person)]
         now = time.time()
         for key in chosen:
             if await store.replace_passkey(replace(key, revoked_at=now)):
@@ -50,18 +51,10 @@ async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_j
     unknown = [name for name in revoke if name not in {key.credential_id for key in chosen}]
     for name in unknown:
         print(f"{PROGRAM}: no unrevoked passkey {json.dumps(name)}", file=sys.stderr)
-    if person is not None and not any(_is(key, person) for key in chosen):
+    if person is not None and not any(names(person, key.person) for key in chosen):
         print(f"{PROGRAM}: no unrevoked passkey of {json.dumps(person)}", file=sys.stderr)
         return 1
     return 1 if unknown else 0
-
-
-def _is(key: Passkey, person: str | None) -> bool:
-    """Whether ``person`` names this passkey's person: the subject, or ``subject (issuer)`` as the list shows it."""
-    if person is None:
-        return False
-    kept = audited(key.person)
-    return person in (kept["subject"], readable_person(kept))
 
 
 def _show(keys: list[Passkey], as_json: bool) -> None:

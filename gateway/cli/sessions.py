@@ -17,7 +17,7 @@ import time
 
 from gateway.audit.chain import ChainKeys
 from gateway.config import GatewayConfig
-from gateway.identity.person import audited, readable_person
+from gateway.identity.person import audited, names, readable_person
 from gateway.identity.secrets import load_audit_keys
 from gateway.records import ApproverSession
 from gateway.stores import open_store
@@ -37,7 +37,7 @@ async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_j
         if not revoke and person is None:
             _show(live, as_json)
             return 0
-        chosen = [session for session in live if session.session_id in revoke or _is(session, person)]
+        chosen = [session for session in live if session.session_id in revoke or names(person, session.person)]
         for session in chosen:
             await store.delete_session(session.session_id)
             print(f"revoked {session.session_id}  {readable_person(audited(session.person, session.name))}")
@@ -46,18 +46,10 @@ async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_j
     unknown = [name for name in revoke if name not in {session.session_id for session in chosen}]
     for name in unknown:
         print(f"{PROGRAM}: no live session {json.dumps(name)}", file=sys.stderr)
-    if person is not None and not any(_is(session, person) for session in chosen):
+    if person is not None and not any(names(person, session.person) for session in chosen):
         print(f"{PROGRAM}: no live session of {json.dumps(person)}", file=sys.stderr)
         return 1
     return 1 if unknown else 0
-
-
-def _is(session: ApproverSession, person: str | None) -> bool:
-    """Whether ``person`` names this session's person: the subject, or ``subject (issuer)`` as the list shows it."""
-    if person is None:
-        return False
-    kept = audited(session.person)
-    return person in (kept["subject"], readable_person(kept))
 
 
 def _show(sessions: list[ApproverSession], as_json: bool) -> None:

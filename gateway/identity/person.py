@@ -26,6 +26,7 @@ __all__ = [
     "STATIC_ISSUER",
     "audited",
     "display_of",
+    "names",
     "person_id",
     "person_parts",
     "readable_person",
@@ -87,3 +88,12 @@ def readable_person(kept: Any) -> str:
     shown = STATIC_ISSUER if issuer == STATIC_ISSUER else quote(issuer, safe=":/?#[]@!$&'*+,;=~")
     display = kept.get("display")
     return f"{subject} ({shown})" + (f" <{display}>" if display else "")
+
+
+def names(asked: str | None, person: str) -> bool:
+    """Whether an operator's ``--person`` names this person: the subject, or ``subject (issuer)`` as the
+    operator's lists show it (``approvals sessions``, ``approvals passkeys``)."""
+    if asked is None:
+        return False
+    kept = audited(person)
+    return asked in (kept["subject"], readable_person(kept))

@@ -11,6 +11,7 @@ from urllib.parse import quote
 from gateway.records import Passkey
 from gateway.stores import codec
 from gateway.stores.redis.client import RedisClient
+from gateway.stores.redis.page_state import REPLACE  # a hash's body replaced at the revision read
 
 # KEYS: passkey, index. ARGV: body, rev, created_at. Returns 1 when stored, 0 when one was there.
 PUT_PASSKEY = """
@@ -19,15 +20,6 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end
 redis.call('HSET', KEYS[1], 'body', ARGV[1], 'rev', ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
-return 1
-"""
-
-# KEYS: a passkey. ARGV: the rev it was read at, the new body. Returns 1 when replaced.
-REPLACE_PASSKEY = """
-if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', tostring(tonumber(ARGV[1]) + 1))
 return 1
 """
 
@@ -47,7 +39,7 @@ class RedisPasskeys(RedisClient):
     async def replace_passkey(self, passkey: Passkey) -> bool:
         changed = codec.dump(dataclasses.replace(passkey, rev=passkey.rev + 1))
         keys = [self._passkey_key(passkey.credential_id)]
-        return bool(await self._script(REPLACE_PASSKEY, keys, [str(passkey.rev), changed]))
+        return bool(await self._script(REPLACE, keys, [str(passkey.rev), changed]))
 
     async def passkeys(self) -> list[Passkey]:
         names = await self._call(self._redis.zrevrange(self._passkeys, 0, -1))
