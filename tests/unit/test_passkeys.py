@@ -45,6 +45,7 @@ class World:
     gw: Gateway
     db: Path
     app: Any
+    clock: Clock
 
 
 @pytest.fixture
@@ -55,8 +56,9 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     )
     data["approvals"] = {**approvals_section(PAGE), "passkey": "required"}
     data["http"] = {"allowed_origins": [PAGE]}
-    async with running_gateway(parse_config(data), Clock(), backend_in_process=True) as gw:
-        yield World(gw, db, build_app(gw))
+    clock = Clock()
+    async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
+        yield World(gw, db, build_app(gw), clock)
 
 
 class Approver:
@@ -307,3 +309,13 @@ async def test_audit_verify_names_a_tampered_signature_and_a_write_no_signature_
     assert [problem.split(": ", 1)[1] for problem in signatures.problems(unsigned)] == [
         "executed on a yes by bob (static) that no verified passkey signature backs"
     ]
+
+
+async def test_registering_a_passkey_needs_a_recent_sign_in(world: World) -> None:
+    """A session cookie stolen and used later cannot add the thief's key to the person."""
+    async with Approver(world, "bob") as bob:
+        world.clock.offset += 11 * 60
+        answer = await bob.enrol()
+        assert answer.status_code == 400 and "sign in again" in answer.text
+    assert await world.gw.store.passkeys() == []
+    assert [entry for entry in await audit(world.gw) if entry.outcome == entries.PASSKEY] == []

@@ -30,6 +30,9 @@ from gateway.runtime import Gateway
 
 ENROL_SECONDS = 300
 """How long a registration form's challenge holds."""
+FRESH_SIGN_IN_SECONDS = 600
+"""How recent the sign-in must be to register a passkey: a stolen session cookie, used later, cannot add a key of
+the thief's to a person (who then signs with it); the person signs in again instead."""
 MAX_PASSKEYS = 10
 """How many unrevoked passkeys one person may hold."""
 MAX_LABEL = 60
@@ -65,6 +68,16 @@ def registration_options(
     }
 
 
+STALE_SIGN_IN = (
+    "Registering a passkey needs a sign-in from the last 10 minutes: sign out, sign in again, then register it."
+)
+
+
+def fresh(gw: Gateway, session: ApproverSession) -> bool:
+    """Whether the session signed in recently enough to register a passkey (FRESH_SIGN_IN_SECONDS)."""
+    return gw.clock() - session.created_at <= FRESH_SIGN_IN_SECONDS
+
+
 def new_challenge() -> bytes:
     return secrets.token_bytes(32)
 
@@ -75,6 +88,8 @@ async def enrol(
     """Check and store a posted registration; the passkey (None: refused) and the sentence the page shows."""
     if kept.get("session") != session.session_id:
         return None, "That registration form was for another sign-in; start again from this page."
+    if not fresh(gw, session):
+        return None, STALE_SIGN_IN
     live = [key for key in await own_passkeys(gw, session.person) if key.revoked_at is None]
     if len(live) >= MAX_PASSKEYS:
         return None, f"You already have {MAX_PASSKEYS} passkeys; ask an operator to revoke one first."

@@ -186,6 +186,8 @@ class ApprovalPage:
         kept = {"session": session.session_id, "challenge": websafe_encode(challenge)}
         state = self.enrolment.sign({**kept, "exp": self.gw.clock() + passkey_page.ENROL_SECONDS})
         options = passkey_page.registration_options(self.gw, session, keys, challenge)
+        if notice is None and not passkey_page.fresh(self.gw, session):
+            notice = passkey_page.STALE_SIGN_IN
         response = self._render(
             "passkeys.html", session, keys=keys, options=options, state=state, notice=notice, passkeys=True
         )
