@@ -80,9 +80,19 @@ def configure(service_name: str, env: Mapping[str, str] = os.environ) -> Callabl
     return provider.shutdown
 
 
+def recording() -> bool:
+    """Whether any tracer provider is installed (``configure``'s, or one an operator's instrumentation set): the
+    API's default is a proxy that only ever makes no-op spans."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
-    """A child of the current span (a no-op span when tracing is off)."""
+    """A child of the current span. With tracing off it is the API's invalid span, yielded without entering the
+    API at all: a no-op span still attaches and detaches a context, which costs every store step and call."""
+    if not recording():
+        yield trace.INVALID_SPAN
+        return
     with tracer.start_as_current_span(name, attributes=attributes or None) as current:
         yield current
 

@@ -22,3 +22,16 @@ from gateway.observability.tracing import wanted
 )
 def test_the_environment_decides_whether_traces_are_exported(env: dict[str, str], exporter: str | None) -> None:
     assert wanted(env) == exporter
+
+
+def test_with_tracing_off_a_span_enters_no_context_at_all() -> None:
+    """Off (no provider installed), a span costs nothing per store step or call: no context is attached."""
+    from opentelemetry import context, trace
+
+    from gateway.observability.tracing import recording, span
+
+    assert not recording()
+    before = context.get_current()
+    with span("store get_plan", operation="get_plan") as current:
+        assert context.get_current() is before
+        assert current is trace.INVALID_SPAN
