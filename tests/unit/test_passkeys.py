@@ -50,11 +50,16 @@ class World:
 
 @pytest.fixture
 async def world(tmp_path: Path) -> AsyncIterator[World]:
+    async for made in world_with(tmp_path, "required"):
+        yield made
+
+
+async def world_with(tmp_path: Path, passkey: str) -> AsyncIterator[World]:
     db = tmp_path / "backend.db"
     data = config_data(
         TENANTS, db, *TENANTS.seed_demo, state_dir=tmp_path / "state", tools=url_mode(TENANTS.write_tool, timeout=2)
     )
-    data["approvals"] = {**approvals_section(PAGE), "passkey": "required"}
+    data["approvals"] = {**approvals_section(PAGE), "passkey": passkey}
     data["http"] = {"allowed_origins": [PAGE]}
     clock = Clock()
     async with running_gateway(parse_config(data), clock, backend_in_process=True) as gw:
@@ -180,17 +185,29 @@ async def test_a_decision_without_a_signature_or_a_passkey_changes_nothing(world
     assert TENANTS.write_count(world.db) == 0
 
 
-@pytest.mark.parametrize("era", ERAS)
-async def test_an_approval_row_written_straight_into_the_store_runs_nothing(world: World, era: str) -> None:
+async def forge_a_yes(world: World, era: str) -> dict[str, str]:
+    """A write waiting on the page, and a yes by bob written straight into the store: the write's arguments."""
     approval_id, args = await waiting_write(world.gw, era)
     stored = await world.gw.store.get_approval(approval_id)
     assert stored is not None
     forged = replace(stored, decisions=(Decision(BOB, "Bob", "approve", 1.0),))
     assert await world.gw.store.replace_approval(forged)
-    refused = await retry(world.gw, era, args)
+    return args
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_approval_row_written_straight_into_the_store_runs_nothing(world: World, era: str) -> None:
+    refused = await retry(world.gw, era, await forge_a_yes(world, era))
     assert error_code(refused) == "not_confirmed"
     assert error_body(refused)["details"]["unsigned"] == ["Bob: no passkey signature"]
     assert TENANTS.write_count(world.db) == 0
+
+
+async def test_without_passkeys_the_same_forged_row_writes(tmp_path: Path) -> None:
+    """What passkeys close: with them off, a yes written into the store by anyone who can write it is a yes."""
+    async for world in world_with(tmp_path, "off"):
+        assert not (await retry(world.gw, "2026-07-28", await forge_a_yes(world, "2026-07-28"))).is_error
+        assert TENANTS.write_count(world.db) == 1
 
 
 @pytest.mark.parametrize("era", ERAS)
