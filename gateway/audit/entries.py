@@ -236,7 +236,8 @@ def passkey(key: Passkey, at: float, event: str, approver: dict[str, Any]) -> Au
     """A passkey ``enrolled`` or ``revoked`` (``approver``: its person as gateway.identity.person.audited keeps
     them), with the public key signatures are checked against."""
     extra = {"credentialId": key.credential_id, "publicKey": key.public_key, "label": key.label, "approver": approver}
-    return _of(Facts(key.person, "approvals passkeys", confirmation=event, extra=extra), at, PASSKEY)
+    by = "(approval page)" if event == "enrolled" else "(operator)"
+    return _of(Facts(by, "approvals passkeys", confirmation=event, extra=extra), at, PASSKEY)
 
 
 def trimmed(last_trimmed: AuditEntry, count: int, before: float, at: float) -> AuditEntry:

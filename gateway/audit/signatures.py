@@ -46,7 +46,7 @@ def keys_of(trail: Iterable[AuditEntry]) -> dict[str, EnrolledKey]:
             continue
         credential = str(entry.extra.get("credentialId", ""))
         if entry.confirmation == "enrolled" and credential not in found:
-            key = Passkey(credential, str(entry.extra.get("publicKey", "")), entry.caller, "", "", entry.at)
+            key = Passkey(credential, str(entry.extra.get("publicKey", "")), "", "", "", entry.at)
             found[credential] = EnrolledKey(key, dict(entry.extra.get("approver") or {}))
         elif entry.confirmation == "revoked" and credential in found:
             found[credential] = EnrolledKey(found[credential].passkey, found[credential].approver, entry.at)
