@@ -336,3 +336,39 @@ async def test_registering_a_passkey_needs_a_recent_sign_in(world: World) -> Non
         assert answer.status_code == 400 and "sign in again" in answer.text
     assert await world.gw.store.passkeys() == []
     assert [entry for entry in await audit(world.gw) if entry.outcome == entries.PASSKEY] == []
+
+
+async def test_the_operator_lists_and_revokes_a_persons_passkeys_and_each_revoke_is_audited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.audit.chain import ChainKeys
+    from gateway.cli import passkeys as operator
+    from gateway.identity.secrets import load_audit_keys
+    from gateway.stores import open_store
+
+    data = config_data(TENANTS, tmp_path / "backend.db", store=f"sqlite:{tmp_path}/gateway.db", state_dir=tmp_path)
+    config = parse_config(data)
+    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
+    try:
+        for number, who in enumerate(("bob", "bob", "carol")):
+            await store.put_passkey(Passkey(f"cred-{number}", "pk", person_id("static", who), who, "key", number))
+    finally:
+        await store.close()
+    assert await operator.run(config, [], None, True) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(each["credentialId"], each["subject"], each["revokedAt"]) for each in listed] == [
+        ("cred-2", "carol", None),
+        ("cred-1", "bob", None),
+        ("cred-0", "bob", None),
+    ]
+    assert await operator.run(config, [], "bob", False) == 0
+    assert await operator.run(config, ["cred-0"], None, False) == 1  # already revoked: said, and a failing status
+    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
+    try:
+        kept = {key.credential_id: key.revoked_at is not None for key in await store.passkeys()}
+        revokes = [entry async for entry in store.audit_entries() if entry.outcome == entries.PASSKEY]
+    finally:
+        await store.close()
+    assert kept == {"cred-0": True, "cred-1": True, "cred-2": False}
+    assert sorted(entry.extra["credentialId"] for entry in revokes) == ["cred-0", "cred-1"]
+    assert {(entry.caller, entry.confirmation) for entry in revokes} == {("(operator)", "revoked")}
