@@ -1,6 +1,7 @@
-"""``python -m bench`` (or ``bench/run``): the gateway beside a plain pass-through proxy, in one run, on loopback.
+"""``python -m bench`` (or ``bench/run``): the gateway beside plain pass-through proxies, in one run, on loopback.
 
-Sections (``--only`` picks some): ``read`` (gateway vs direct vs mcp-proxy at 1/8/32 clients), ``own`` (the
+Sections (``--only`` picks some): ``read`` (gateway vs direct vs mcp-proxy vs FastMCP's proxy at 1/8/32 clients,
+and on Redis ``serve --workers 2`` beside one worker, each with its CPU per call), ``own`` (the
 gateway's in-process cost per call), ``write`` (preview + confirmed reset per store), ``mixed`` (read latency
 while 8 callers write), ``scale`` (10 / 10,000 / 100,000 tenants), ``memory`` (RSS with 100,000 live plans and
 records), ``stores`` (SQLite vs Redis vs PostgreSQL: confirmed writes per second at 1 and 8 callers, read p99

@@ -20,6 +20,8 @@ from tests.support.processes import HOST, PYTHON, ROOT, Proc, free_port
 from tests.support.profiles import TENANTS
 
 PROXY_VENV = ROOT / "bench" / ".venv-proxy"
+FASTMCP_VENV = ROOT / "bench" / ".venv-fastmcp"
+"""fastmcp in a venv of its own (bench/run makes it): it pins its own mcp."""
 __all__ = ["HOST", "PYTHON", "ROOT", "Server", "free_port"]
 
 
@@ -52,9 +54,15 @@ class Server:
         return f"http://{HOST}:{self.port}/mcp"
 
     def cpu_seconds(self) -> dict[str, float]:
-        """CPU time (user + system) used so far by the process and by each of its children."""
-        own = cpu_seconds(self.process.pid)
-        return {"server": own, "children": sum(cpu_seconds(pid) for pid in _children(self.process.pid))}
+        """CPU time (user + system) used so far by the server (the process, and the workers ``serve --workers``
+        forks) and by its backend children."""
+        below = _children(self.process.pid)
+        backends = [pid for pid in below if _is_backend(pid)]
+        server = [self.process.pid, *(pid for pid in below if pid not in backends)]
+        return {
+            "server": sum(cpu_seconds(pid) for pid in server),
+            "children": sum(cpu_seconds(pid) for pid in backends),
+        }
 
     def rss_mib(self, *, children: bool = True) -> float:
         """Resident memory of the process (and its children) in MiB."""
@@ -80,6 +88,14 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _is_backend(pid: int) -> bool:
+    """Whether a process is a backend (the legacy backend's module is on its command line)."""
+    try:
+        return b"legacy_backend" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _children(pid: int) -> list[int]:
@@ -134,6 +150,17 @@ def mcp_proxy(db: Path, logs: Path) -> Iterator[Server]:
     backend = [PYTHON, "-m", "legacy_backend", "--stdio", *backend_args(db, tenants=None)]
     args = [str(proxy), "--host", HOST, "--port", str(port), "--log-level", "WARNING", "--", *backend]
     with started("mcp-proxy", args, port, logs) as server:
+        yield server
+
+
+@contextmanager
+def fastmcp_proxy(db: Path, logs: Path) -> Iterator[Server]:
+    """FastMCP's proxy (``create_proxy``, bench/fastmcp_proxy.py) exposing the backend's stdio as streamable HTTP."""
+    port = free_port()
+    python = FASTMCP_VENV / "bin" / "python"
+    backend = [PYTHON, "-m", "legacy_backend", "--stdio", *backend_args(db, tenants=None)]
+    args = [str(python), str(ROOT / "bench" / "fastmcp_proxy.py"), HOST, str(port), "--", *backend]
+    with started("fastmcp-proxy", args, port, logs) as server:
         yield server
 
 

@@ -1,7 +1,9 @@
-"""Read path: ``list_tenants`` through the gateway beside ``manage_tenant(list)`` direct and through mcp-proxy.
+"""Read path: ``list_tenants`` through the gateway beside ``manage_tenant(list)`` direct, through mcp-proxy and
+through FastMCP's proxy; and (with redis-server) the gateway on Redis with one worker and with ``--workers 2``.
 
-Topology (all loopback): direct = client -HTTP-> backend; gateway and mcp-proxy = client -HTTP-> bridge -stdio->
-backend (each its own backend process and SQLite file, same demo data). The backend's ``list`` is unbounded, so
+Topology (all loopback): direct = client -HTTP-> backend; the gateways and the proxies = client -HTTP-> bridge
+-stdio-> backend (each its own backend process and SQLite file, same demo data; a gateway worker has its own
+backend child). The backend's ``list`` is unbounded, so
 the comparison uses the demo data set (5 tenants): the gateway's first page and the full list hold the same
 five tenants. Windows are interleaved (round-robin, rotated each round) so that a noisy neighbour hits every
 system alike; the pooled latencies of all rounds give the medians.
@@ -43,16 +45,16 @@ async def _tenant_count(url: str, name: str, arguments: dict[str, Any]) -> int:
 def run(
     work: Path, *, concurrency: list[int], rounds: int, seconds: float, what_if_h11: bool, log: Any
 ) -> dict[str, Any]:
-    """Measure the three systems at each concurrency; return summaries, ratios and CPU per call."""
-    for name in ("direct", "gateway", "mcp-proxy", "gateway-h11"):
+    """Measure the systems at each concurrency; return summaries, ratios and CPU per call."""
+    for name in ("direct", "gateway", "mcp-proxy", "fastmcp-proxy", "gateway-h11", "gateway-redis"):
         procs.seed_database(work / f"read-{name}.db", tenants=None)
 
-    def gateway_config(name: str) -> Path:
-        """A gateway on its own backend database and SQLite store, all named after ``name``."""
+    def gateway_config(name: str, store: str | None = None) -> Path:
+        """A gateway on its own backend database and (unless given) SQLite store, all named after ``name``."""
         return procs.gateway_config(
             work / f"read-{name}.toml",
             work / f"read-{name}.db",
-            store=f"sqlite:{work}/read-{name}-store.db",
+            store=store or f"sqlite:{work}/read-{name}-store.db",
             tenants=None,
             state_dir=work / "state",
         )
@@ -63,7 +65,14 @@ def run(
             "gateway": stack.enter_context(procs.gateway(gateway_config("gateway"), work)),
             "mcp-proxy": stack.enter_context(procs.mcp_proxy(work / "read-mcp-proxy.db", work)),
         }
-        calls = {"direct": LIST_CALL, "gateway": PAGE_CALL, "mcp-proxy": LIST_CALL, "gateway-h11": PAGE_CALL}
+        calls = {name: LIST_CALL if name.endswith(("direct", "proxy")) else PAGE_CALL for name in SYSTEMS}
+        if (procs.FASTMCP_VENV / "bin" / "python").exists():
+            servers["fastmcp-proxy"] = stack.enter_context(procs.fastmcp_proxy(work / "read-fastmcp-proxy.db", work))
+        if procs.store_available("redis") is None:
+            on_redis = gateway_config("gateway-redis", procs.store_url("redis", work, stack, "read-redis"))
+            servers["gateway-redis"] = stack.enter_context(procs.gateway(on_redis, work, name="gateway-redis"))
+            two = procs.gateway(on_redis, work, name="gateway-redis-2w", workers=2)
+            servers["gateway-redis-2w"] = stack.enter_context(two)
         if what_if_h11:
             h11 = procs.gateway(gateway_config("gateway-h11"), work, name="gateway-h11", h11=True)
             servers["gateway-h11"] = stack.enter_context(h11)
@@ -85,13 +94,15 @@ def run(
                         await _call(client, tool, arguments)
 
                     before = server.cpu_seconds()
-                    reads_before = backend_list_calls(server) if name.startswith("gateway") else None
+                    # One worker's /metrics, of several, says nothing of the whole: no figure for -2w.
+                    counted = name.startswith("gateway") and not name.endswith("-2w")
+                    reads_before = backend_list_calls(server) if counted else None
                     load = partial(run_load, server.url, call, clients=clients, seconds=seconds, max_calls=200_000)
                     sample = anyio.run(load)
                     after = server.cpu_seconds()
                     for part in cpu[name]:
                         cpu[name][part] += after[part] - before[part]
-                    reads_after = backend_list_calls(server) if name.startswith("gateway") else None
+                    reads_after = backend_list_calls(server) if counted else None
                     if reads_before is not None and reads_after is not None:
                         backend_reads[name] += reads_after - reads_before
                         gateway_calls[name] += len(sample.latencies) + sample.errors + 5 * clients
@@ -135,13 +146,29 @@ def backend_list_calls(server: procs.Server) -> float | None:
     return total
 
 
+SYSTEMS = (
+    "direct",
+    "gateway",
+    "mcp-proxy",
+    "fastmcp-proxy",
+    "gateway-redis",
+    "gateway-redis-2w",
+    "gateway-h11",
+)
+"""Every system the read path can measure, in the order the report shows them."""
+
+
 def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
     gateway = level["gateway"]
     out: dict[str, float | None] = {}
-    for base, label in (("direct", "direct"), ("mcp-proxy", "mcp_proxy")):
-        other = level[base]
+    for base, label in (("direct", "direct"), ("mcp-proxy", "mcp_proxy"), ("fastmcp-proxy", "fastmcp_proxy")):
+        other = level.get(base)
         for metric in ("median_ms", "p99_ms", "calls_per_s"):
-            out[f"gateway/{label} {metric}"] = _ratio(gateway[metric], other[metric])
+            out[f"gateway/{label} {metric}"] = _ratio(gateway[metric], other[metric]) if other else None
+    one, two = level.get("gateway-redis"), level.get("gateway-redis-2w")
+    if one and two:
+        out["redis 2 workers/1 worker calls_per_s"] = _ratio(two["calls_per_s"], one["calls_per_s"])
+        out["redis 2 workers/1 worker median_ms"] = _ratio(two["median_ms"], one["median_ms"])
     return out
 
 
