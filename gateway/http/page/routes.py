@@ -53,27 +53,15 @@ from gateway.http.page.api import ApprovalApi, api_answer
 from gateway.http.page.decisions import HEADERS, TooManyAttempts, approver_by_token, record, source_of
 from gateway.http.page.login import Approver, LoginFailed, OidcClient
 from gateway.http.page.session import LOGIN_COOKIE, LOGIN_SECONDS, SESSION_COOKIE, Sessions, Signer
-from gateway.http.page.views import FILTERS, Row, headline, label, rows, tool_facts
+from gateway.http.page.views import FILTERS, REFUSALS, TOO_MANY, VERDICTS, Row, headline, label, rows, tool_facts
 from gateway.http.page.views import filters as view_filters
-from gateway.records import Approval, ApproverSession
+from gateway.records import Approval, ApproverSession, Passkey
 from gateway.runtime import Gateway
 from gateway.text import quoted, rfc3339
 from gateway.text import shown as shown_value
 
 log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-REFUSALS = {
-    Refused.EXPIRED: "This approval has expired; nothing was recorded.",
-    Refused.SETTLED: "This write was already decided; your answer was not recorded.",
-    Refused.CANCELLED: "The agent cancelled this write, so nothing was written; your answer was not recorded.",
-    Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
-    Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
-    Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
-    Refused.UNSIGNED: "This write needs your passkey's signature, and none that holds came with your answer; nothing"
-    " was recorded. Decide on this write's own page, with a passkey registered at /approvals/passkeys.",
-}
-VERDICTS = ("approve", "reject")
-TOO_MANY = "Too many approver-token attempts from here or with that token; try again in {seconds} seconds."
 
 
 class ApprovalPage:
@@ -295,14 +283,14 @@ class ApprovalPage:
                 found.append(Row(approval, shown(approval, now), not may_decide(approval, session.person)))
         if not found:
             return self._message(session, "No such approval", "There is no approval by that id.", 404)
-        keys = await passkey_page.own_passkeys(self.gw, session.person)
+        keys = await self._own_passkeys(session, found[0].approval)
         sign = passkey_page.signing(self.gw, found[0].approval, "reject", keys, session.person)
         sign = sign if len(found) == 1 else None  # several at once cannot be signed: each on its own page
         return self._render("confirm.html", session, rows=found, action=action, sign=sign, passkeys=sign is not None)
 
     async def _detail(self, session: ApproverSession, approval: Approval, notice: str | None) -> Response:
         now = self.gw.clock()
-        keys = await passkey_page.own_passkeys(self.gw, session.person)
+        keys = await self._own_passkeys(session, approval)
         sign = {verdict: passkey_page.signing(self.gw, approval, verdict, keys, session.person) for verdict in VERDICTS}
         current, where = state(approval, now), shown(approval, now)
         own = not may_decide(approval, session.person)
@@ -327,6 +315,12 @@ class ApprovalPage:
             sign=sign,
             passkeys=sign["approve"] is not None,
         )
+
+    async def _own_passkeys(self, session: ApproverSession, approval: Approval) -> list[Passkey]:
+        """The person's passkeys, read only where this approval needs one."""
+        if not self.gw.config.passkey_required(approval.tool):
+            return []
+        return await passkey_page.own_passkeys(self.gw, session.person)
 
     async def _signed_in(self, approver: Approver, target: str) -> Response:
         _, cookie = await self.sessions.start(approver)

@@ -7,6 +7,7 @@ as a person, the target by its reported name, times that a small script also sho
     headline  the detail page's title and the sentence under it, by where the write stands
     ToolFacts the tool's title and what its write does, in words, from its published annotations and risk
     filters   the Jinja filters the templates use; every value from outside escaped (gateway/text.py)
+    REFUSALS  what the page says when a decision is not taken, by reason
 
 Nothing here decides anything: the states come from gateway.approvals.lifecycle.
 """
@@ -19,13 +20,26 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from gateway.approvals.digest import short
-from gateway.approvals.lifecycle import Shown, State, may_decide, shown, state
+from gateway.approvals.lifecycle import Refused, Shown, State, may_decide, shown, state
 from gateway.catalog.risk import RISK_META
 from gateway.identity.person import audited, readable_person
 from gateway.identity.principal import decode, readable
 from gateway.records import TOMBSTONE_SECONDS, Approval
 from gateway.runtime import Gateway
 from gateway.text import escaped, printable, quoted, rfc3339
+
+REFUSALS = {
+    Refused.EXPIRED: "This approval has expired; nothing was recorded.",
+    Refused.SETTLED: "This write was already decided; your answer was not recorded.",
+    Refused.CANCELLED: "The agent cancelled this write, so nothing was written; your answer was not recorded.",
+    Refused.OWN_WRITE: "You asked for this write, so you cannot approve or reject it (four eyes).",
+    Refused.CHANGED_MIND: "You already answered this write; an answer cannot be changed.",
+    Refused.NOT_AN_APPROVER: "You are signed in, but not as one of this gateway's approvers; nothing was recorded.",
+    Refused.UNSIGNED: "This write needs your passkey's signature, and none that holds came with your answer; nothing"
+    " was recorded. Decide on this write's own page, with a passkey registered at /approvals/passkeys.",
+}
+VERDICTS = ("approve", "reject")
+TOO_MANY = "Too many approver-token attempts from here or with that token; try again in {seconds} seconds."
 
 FILTERS: dict[str, tuple[str, frozenset[Shown]]] = {
     "waiting": ("Waiting", frozenset({Shown.WAITING})),
