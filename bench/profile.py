@@ -12,7 +12,7 @@ jsonschema). No HTTP server runs in process: the HTTP layer is read from the py-
 ``bench/run --profile``. cProfile's own overhead inflates every row: compare shares, and runs of this command
 before and after a change, not its figures with bench/run's.
 
-    python -m bench.profile [--store sqlite|memory|redis|postgres] [--calls 300] [--top 15]
+    python -m bench.profile [--store sqlite|memory|redis|postgres] [--calls 300] [--top 15 [--layer gateway]]
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ async def _drive(config_path: Path, kind: str, calls: int, profiler: cProfile.Pr
     return calls
 
 
-def profile(store: str, calls: int, top: int) -> dict[str, Any]:
+def profile(store: str, calls: int, top: int, shown: str = "other") -> dict[str, Any]:
     """Profile ``calls`` reads (list_tenants) and ``calls`` confirmed writes (reset_tenant, both rounds)."""
     found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp, ExitStack() as stack:
@@ -139,9 +139,9 @@ def profile(store: str, calls: int, top: int) -> dict[str, Any]:
                 others = [
                     (row[2], f"{key[0]}:{key[2]}")
                     for key, row in stats.stats.items()  # type: ignore[attr-defined]
-                    if layer(key[0], key[2]) == "other" and (key[0] != "~" or not row[4])
+                    if layer(key[0], key[2]) == shown and (key[0] != "~" or not row[4])
                 ]
-                print("\nother, most own time first:")
+                print(f"\n{shown}, most own time first:")
                 for seconds, where in sorted(others, reverse=True)[:top]:
                     print(f"  {seconds / done * 1e6:8.1f} us  {where}")
     return found
@@ -152,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default="sqlite", choices=["sqlite", "memory", "redis", "postgres"])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--top", type=int, default=0, help="also print the N functions with the most own time")
+    parser.add_argument("--layer", default="other", help="the layer --top lists (default: other)")
     args = parser.parse_args(argv)
-    profile(args.store, args.calls, args.top)
+    profile(args.store, args.calls, args.top, args.layer)
     return 0
 
 

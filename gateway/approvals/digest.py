@@ -25,13 +25,14 @@ from gateway.records import Plan
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 canonical JSON of a JSON value (dicts with string keys, lists, strings, numbers, bools, None)."""
+    """RFC 8785 canonical JSON of a JSON value (dicts with string keys, lists, strings, numbers, bools, None).
+    Object keys sort by their UTF-16 code units: big-endian UTF-16 bytes compare in that same order."""
     return _encode(value).encode("utf-8")
 
 
 def _encode(value: Any) -> str:
     if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda item: _utf16(str(item[0])))
+        items = sorted(value.items(), key=lambda item: str(item[0]).encode("utf-16-be"))
         return (
             "{" + ",".join(json.dumps(str(key), ensure_ascii=False) + ":" + _encode(item) for key, item in items) + "}"
         )
@@ -44,12 +45,6 @@ def _encode(value: Any) -> str:
     if isinstance(value, float):
         return _number(value)
     raise TypeError(f"{type(value).__name__} is not a JSON value")
-
-
-def _utf16(key: str) -> list[int]:
-    """JCS sorts object keys by their UTF-16 code units."""
-    encoded = key.encode("utf-16-be")
-    return [int.from_bytes(encoded[index : index + 2], "big") for index in range(0, len(encoded), 2)]
 
 
 def _number(value: float) -> str:

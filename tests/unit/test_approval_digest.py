@@ -24,8 +24,9 @@ pytestmark = pytest.mark.anyio
 
 def test_the_canonical_json_is_rfc_8785s() -> None:
     """Keys sorted by UTF-16 code units, no whitespace, UTF-8, numbers as ECMAScript prints them."""
-    value = {"b": [1, 2.0, 1e-7, 1e21, 1.5], "a": 'é"', "\u20ac": None, "\U0001f600": True, "ab": False}
-    expected = '{"a":"é\\"","ab":false,"b":[1,2,1e-7,1e+21,1.5],"€":null,"😀":true}'
+    value = {"b": [1, 2.0, 1e-7, 1e21, 1.5], "a": 'é"', "\u20ac": None, "\U0001f600": True, "ab": False, "\uff01": 0}
+    # U+FF01 sorts after U+1F600 in UTF-16 (0xFF01 > 0xD83D, its high surrogate), not by code point
+    expected = '{"a":"é\\"","ab":false,"b":[1,2,1e-7,1e+21,1.5],"€":null,"😀":true,"\uff01":0}'
     assert canonical(value) == expected.encode()
     facts = {"tool": "reset_tenant", "target": "tn_a", "version": 3}
     # sha256(b'{"target":"tn_a","tool":"reset_tenant","version":3}'), computed apart from this code
