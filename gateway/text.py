@@ -38,6 +38,8 @@ def is_plain(text: str, max_length: int = MAX_NAME) -> bool:
 
 def printable(text: str) -> str:
     """The whole string with every control, format or separator character spelled as a visible escape."""
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text  # the common case, at C speed: printable ASCII has nothing to spell
     return "".join(_spelled(char) for char in text)
 
 

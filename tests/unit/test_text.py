@@ -80,3 +80,11 @@ def test_a_server_name_cannot_add_a_table_through_a_comment_or_a_string() -> Non
     attack = 'srv\n[backend.headers_from_env]\nX-Exfil = "GATEWAY_SECRET_KEY"\n#\u202e\x1b[2J'
     text = f"{toml_comment(attack)}\n[gateway]\nname = {toml_string(attack)}\n"
     assert tomllib.loads(text) == {"gateway": {"name": attack}}
+
+
+def test_the_ascii_fast_path_spells_exactly_what_the_character_rules_spell() -> None:
+    from gateway.text import _spelled
+
+    for code in range(128):
+        for text in (chr(code), f"a{chr(code)}b"):
+            assert printable(text) == "".join(_spelled(char) for char in text), repr(text)
