@@ -34,6 +34,8 @@ tracer = trace.get_tracer("gateway")
 """A proxy: a no-op until ``configure`` installs a provider."""
 
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+_DEFAULTS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+"""The API's own providers: they only make no-op spans."""
 
 
 def wanted(env: Mapping[str, str]) -> str | None:
@@ -83,7 +85,7 @@ def configure(service_name: str, env: Mapping[str, str] = os.environ) -> Callabl
 def recording() -> bool:
     """Whether any tracer provider is installed (``configure``'s, or one an operator's instrumentation set): the
     API's default is a proxy that only ever makes no-op spans."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return not isinstance(trace.get_tracer_provider(), _DEFAULTS)
 
 
 @contextmanager
