@@ -6,11 +6,11 @@ it lives in: the SDK's JSON-RPC and server machinery, validation (pydantic, json
 the backend client (``gateway/backend`` and the stdio streams), the store, the event loop, and the rest. The
 timer is the event-loop thread's CPU time (``time.thread_time``), so waiting on the backend child or on fsync,
 and work in worker threads, is not counted; a C builtin's time goes to the layers of its callers. The in-memory
-SDK client runs in the same process: its work shows in the JSON-RPC/SDK, ``mcp/client`` (counted with the
-backend client) and validation rows (the client checks ``structuredContent`` against the outputSchema with
-jsonschema). No HTTP server runs in process: the HTTP layer is read from the py-spy flame graphs of
-``bench/run --profile``. cProfile's own overhead inflates every row: compare shares, and runs of this command
-before and after a change, not its figures with bench/run's.
+SDK client runs in the same process: its work shows in the JSON-RPC/SDK and ``mcp/client`` (counted with the
+backend client) rows; its check of ``structuredContent`` against the outputSchema (jsonschema) runs with the
+profiler paused, so the jsonschema row is the gateway's own. No HTTP server runs in process: the HTTP layer is
+read from the py-spy flame graphs of ``bench/run --profile``. cProfile's own overhead inflates every row: compare
+shares, and runs of this command before and after a change, not its figures with bench/run's.
 
     python -m bench.profile [--store sqlite|memory|redis|postgres] [--calls 300] [--top 15 [--layer gateway]]
 """
@@ -24,14 +24,15 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
-from contextlib import ExitStack
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.client.session import ClientSession
 
 from bench import procs
 from bench.inprocess import DEMO_TARGETS
@@ -76,7 +77,52 @@ def by_layer(stats: pstats.Stats, calls: int) -> dict[str, float]:
     return {label: round(seconds / calls * 1e6, 1) for label, seconds in sorted(totals.items(), key=lambda r: -r[1])}
 
 
-async def _drive(config_path: Path, kind: str, calls: int, profiler: cProfile.Profile) -> int:
+class Profiler:
+    """cProfile switched on around a profiled call, and off while the bench's own SDK client checks the answer
+    against the tool's outputSchema (jsonschema: the client's work, not the gateway's)."""
+
+    def __init__(self) -> None:
+        self.profile = cProfile.Profile(time.thread_time)
+        self.on = False
+
+    def enable(self) -> None:
+        self.on = True
+        self.profile.enable()
+
+    def disable(self) -> None:
+        self.profile.disable()
+        self.on = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Off for the block, if it was on."""
+        was = self.on
+        if was:
+            self.profile.disable()
+        try:
+            yield
+        finally:
+            if was:
+                self.profile.enable()
+
+
+@contextmanager
+def client_checks_unprofiled(profiler: Profiler) -> Iterator[None]:
+    """The SDK client's ``validate_tool_result`` runs with the profiler paused."""
+    original = ClientSession.validate_tool_result
+
+    async def validate(session: ClientSession, name: str, result: Any) -> None:
+        with profiler.paused():
+            await original(session, name, result)
+
+    ClientSession.validate_tool_result = validate  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        ClientSession.validate_tool_result = original  # type: ignore[method-assign]
+
+
+async def _drive(config_path: Path, kind: str, calls: int, profiler: Profiler) -> int:
     config = load_config(config_path)
     async with open_gateway(config) as gw:
         server = build_server(gw)
@@ -125,9 +171,10 @@ def profile(store: str, calls: int, top: int, shown: str = "other") -> dict[str,
         procs.seed_database(db, tenants=None)
         config = procs.gateway_config(work / "profile.toml", db, store=url, tenants=None, state_dir=work / "state")
         for kind in ("read", "write"):
-            profiler = cProfile.Profile(time.thread_time)
-            done = anyio.run(partial(_drive, config, kind, calls, profiler))
-            stats = pstats.Stats(profiler)
+            profiler = Profiler()
+            with client_checks_unprofiled(profiler):
+                done = anyio.run(partial(_drive, config, kind, calls, profiler))
+            stats = pstats.Stats(profiler.profile)
             total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
             layers = by_layer(stats, done)
             found[kind] = {"calls": done, "cpu_us_per_call": round(total / done * 1e6, 1), "layers": layers}
