@@ -283,6 +283,7 @@ def opener_for(config: BackendSection) -> Opener:
         assert config.url is not None
         headers = {name: current(var) for name, var in config.headers_from_env.items()}
         headers["accept-encoding"] = "identity"  # the cap counts the bytes as they arrive: no compressed bombs
+        # One pooled transport per backend, kept alive between calls (tests/system/test_backend_connections.py).
         capped = CappedTransport(httpx2.AsyncHTTPTransport(), config.max_result_bytes)
         hooks = {"request": [inject_traceparent]}  # W3C trace context for the backend's HTTP side too
         http = httpx2.AsyncClient(
