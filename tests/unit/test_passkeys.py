@@ -81,18 +81,20 @@ class Approver:
     async def __aexit__(self, *exc: object) -> None:
         await self.user.http.aclose()
 
-    async def enrol(self, label: str = "laptop") -> httpx.Response:
+    async def enrol(
+        self, label: str = "laptop", new: SoftAuthenticator | None = None, step_up: SoftAuthenticator | None = None
+    ) -> httpx.Response:
+        """Register ``new`` (the person's own key by default), with ``step_up`` signing the form first."""
         page = await self.user.http.get("/approvals/passkeys")
         options = json.loads(_attribute(page.text, "data-enrol"))
         state = re.search(r'name="state" value="([^"]+)"', page.text)
         assert state is not None
-        credential = self.key.register(websafe_decode(options["challenge"]))
-        form = {
-            "csrf": csrf_of(page.text),
-            "state": state.group(1),
-            "label": label,
-            "credential": json.dumps(credential),
-        }
+        challenge = websafe_decode(options["challenge"])
+        credential = (new or self.key).register(challenge)
+        form = {"csrf": csrf_of(page.text), "state": state.group(1), "label": label}
+        form["credential"] = json.dumps(credential)
+        if step_up is not None:
+            form["assertion"] = json.dumps(step_up.sign(challenge))
         return await self.user.post("/approvals/passkeys", form)
 
     async def sign_form(self, approval_id: str) -> dict[str, Any]:
@@ -372,3 +374,18 @@ async def test_the_operator_lists_and_revokes_a_persons_passkeys_and_each_revoke
     assert kept == {"cred-0": True, "cred-1": True, "cred-2": False}
     assert sorted(entry.extra["credentialId"] for entry in revokes) == ["cred-0", "cred-1"]
     assert {(entry.caller, entry.confirmation) for entry in revokes} == {("(operator)", "revoked")}
+
+
+async def test_a_second_passkey_is_added_only_with_one_of_the_persons_own_signing_the_form(world: World) -> None:
+    """A fresh session in the wrong hands (a phished sign-in) cannot add a key to someone who has one."""
+    async with Approver(world, "bob") as bob, Approver(world, "carol") as carol:
+        assert (await bob.enrol()).status_code == 200
+        thief = SoftAuthenticator("localhost", PAGE)
+        refused = await bob.enrol("thief", new=thief)
+        assert refused.status_code == 400 and "only with one of yours signing" in refused.text
+        assert (await carol.enrol()).status_code == 200
+        refused = await bob.enrol("thief", new=thief, step_up=carol.key)  # another person's key signs nothing here
+        assert refused.status_code == 400
+        assert (await bob.enrol("phone", new=SoftAuthenticator("localhost", PAGE), step_up=bob.key)).status_code == 200
+    kept = [(key.label, key.person) for key in await world.gw.store.passkeys()]
+    assert sorted(kept) == sorted([("laptop", BOB), ("laptop", person_id("static", "carol")), ("phone", BOB)])

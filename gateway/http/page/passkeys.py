@@ -3,7 +3,9 @@
     GET  /approvals/passkeys     the person's own passkeys, and a form that registers one more (WebAuthn, user
                                  verification required, relying party = the page's origin)
     POST /approvals/passkeys     the registration, checked (gateway.approvals.passkeys.enrolled) against the
-                                 challenge this page signed into the form for this session, stored and audited
+                                 challenge this page signed into the form for this session, stored and audited;
+                                 a person who has a passkey adds another only with one of theirs signing that
+                                 challenge first (step-up), and only within 10 minutes of signing in
     GET  /approvals/passkey.js   the one script WebAuthn needs: it asks the authenticator and posts its answer
 
 ``signing`` gives a decision form what its script asks the authenticator to sign: the challenge of that exact
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from dataclasses import replace
 from typing import Any
 
 from fido2.utils import websafe_decode, websafe_encode
@@ -65,6 +68,8 @@ def registration_options(
         "excludeCredentials": [key.credential_id for key in keys if key.revoked_at is None],
         "attestation": "none",
         "timeout": ENROL_SECONDS * 1000,
+        # With a passkey already, another is added only with one of them (step-up): the same challenge, signed.
+        "stepUp": [key.credential_id for key in keys if key.revoked_at is None],
     }
 
 
@@ -76,6 +81,25 @@ STALE_SIGN_IN = (
 def fresh(gw: Gateway, session: ApproverSession) -> bool:
     """Whether the session signed in recently enough to register a passkey (FRESH_SIGN_IN_SECONDS)."""
     return gw.clock() - session.created_at <= FRESH_SIGN_IN_SECONDS
+
+
+STEP_UP = (
+    "You have a passkey already: another is registered only with one of yours signing this form (your browser asks"
+    " for it first). Nothing changed."
+)
+
+
+async def _stepped_up(gw: Gateway, live: list[Passkey], assertion: dict[str, Any] | None, challenge: bytes) -> bool:
+    """Whether one of the person's own live passkeys signed the registration form's challenge (its counter is
+    stored, so the assertion is used once)."""
+    key = next((each for each in live if assertion and assertion.get("credentialId") == each.credential_id), None)
+    if key is None or assertion is None:
+        return False
+    try:
+        counter = passkeys.verify(assertion, key, challenge, relying_party(gw))
+    except passkeys.PasskeyRefused:
+        return False
+    return await gw.store.replace_passkey(replace(key, sign_count=counter))
 
 
 def new_challenge() -> bytes:
@@ -94,9 +118,11 @@ async def enrol(
     if len(live) >= MAX_PASSKEYS:
         return None, f"You already have {MAX_PASSKEYS} passkeys; ask an operator to revoke one first."
     label = str(form.get("label") or "").strip()[:MAX_LABEL] or "passkey"
+    challenge = websafe_decode(str(kept.get("challenge", "")))
+    if live and not await _stepped_up(gw, live, assertion_of(form), challenge):
+        return None, STEP_UP
     try:
         response = json.loads(str(form.get("credential") or ""))
-        challenge = websafe_decode(str(kept.get("challenge", "")))
         credential, public_key, counter = passkeys.enrolled(response, challenge, relying_party(gw))
     except (ValueError, passkeys.PasskeyRefused) as refused:
         return None, f"The passkey was not registered: {refused}."
