@@ -27,7 +27,7 @@ def at_path(data: Any, path: str) -> Any:
     if path == "":
         return data
     for part in path.split("."):
-        if isinstance(data, Mapping) and part in data:
+        if (type(data) is dict or isinstance(data, Mapping)) and part in data:  # a dict skips the ABC hook
             data = data[part]
         elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
             data = data[int(part)]
