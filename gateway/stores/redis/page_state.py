@@ -115,14 +115,7 @@ class RedisPageState(RedisClient):
         """The bodies of the hashes an expiry index names with an expiry after ``after``, once the index is trimmed
         of names that expired before ``trim_before``."""
         await self._call(self._redis.zremrangebyscore(index, "-inf", repr(trim_before)))
-        names = await self._call(self._redis.zrangebyscore(index, f"({after!r}", "+inf"))
-        if not names:
-            return []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.hget(cast(str, name), "body")
-            bodies = await self._call(pipe.execute())
-        return [cast(str, body) for body in bodies if body is not None]
+        return await self._bodies(await self._call(self._redis.zrangebyscore(index, f"({after!r}", "+inf")))
 
     async def put_session(self, session: ApproverSession) -> None:
         key = self._session_key(session.session_id)

@@ -43,13 +43,7 @@ class RedisPasskeys(RedisClient):
 
     async def passkeys(self) -> list[Passkey]:
         names = await self._call(self._redis.zrevrange(self._passkeys, 0, -1))
-        if not names:
-            return []
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.hget(cast(str, name), "body")
-            bodies = await self._call(pipe.execute())
-        return [codec.load(Passkey, cast(str, body)) for body in bodies if body is not None]
+        return [codec.load(Passkey, body) for body in await self._bodies(names)]
 
     def _passkey_key(self, credential_id: str) -> str:
         return self.prefix + "passkey:" + quote(credential_id, safe="")
