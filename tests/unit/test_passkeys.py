@@ -389,3 +389,28 @@ async def test_a_second_passkey_is_added_only_with_one_of_the_persons_own_signin
         assert (await bob.enrol("phone", new=SoftAuthenticator("localhost", PAGE), step_up=bob.key)).status_code == 200
     kept = [(key.label, key.person) for key in await world.gw.store.passkeys()]
     assert sorted(kept) == sorted([("laptop", BOB), ("laptop", person_id("static", "carol")), ("phone", BOB)])
+
+
+async def test_a_signed_decision_that_loses_a_race_to_another_decision_still_counts(world: World) -> None:
+    """Two approvers at once: the decision whose compare-and-set lost is tried again, and its signature (used once,
+    its counter already stored) is not refused as a replay of itself."""
+    approval_id, args = await waiting_write(world.gw, "2026-07-28")
+    store, raced = world.gw.store, list[str]()
+    original = store.replace_approval
+
+    async def loses_once(approval: Approval) -> bool:
+        if not raced:
+            raced.append(approval.approval_id)
+            return False  # another decision landed first
+        return await original(approval)
+
+    async with Approver(world, "bob") as bob:
+        await bob.enrol()
+        store.replace_approval = loses_once  # type: ignore[method-assign]
+        try:
+            answer = await bob.signed_approve(approval_id)
+        finally:
+            store.replace_approval = original  # type: ignore[method-assign]
+    assert raced == [approval_id] and answer.headers["location"] == f"/approvals/{approval_id}"
+    assert not (await retry(world.gw, "2026-07-28", args)).is_error
+    assert TENANTS.write_count(world.db) == 1

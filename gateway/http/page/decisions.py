@@ -100,6 +100,7 @@ async def record(
     required for the tool, so is ``assertion``: their own enrolled, unrevoked passkey's signature over this
     decision's challenge (gateway.approvals.passkeys), its counter moved on in the store before the decision is."""
     person, name = who.person, who.name
+    signed: tuple[dict[str, str], dict[str, Any]] | None = None
     for _ in range(ATTEMPTS):
         current = await gw.store.get_approval(approval_id)
         if current is None:
@@ -107,8 +108,9 @@ async def record(
         if not gw.config.approvals.approvers.admits(who.facts):
             return current, Refused.NOT_AN_APPROVER
         now = gw.clock()
-        signed: tuple[dict[str, str], dict[str, Any]] | None = None
-        if gw.config.passkey_required(current.tool):
+        if signed is None and gw.config.passkey_required(current.tool):
+            # Checked once: a retry after a lost compare-and-set keeps it (what it signed does not change with the
+            # approval's revision, and its counter is already stored).
             signed = await _signed(gw, current, person, verdict, assertion)
             if signed is None:
                 return current, Refused.UNSIGNED
