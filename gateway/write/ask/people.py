@@ -1,7 +1,8 @@
 """Step 7 of a url-mode write: people approve it on the gateway's page; the client only carries the link.
 
     approval     made on first ask, bound to the plan (gateway/approvals/lifecycle.py), kept in the store
-    approved     the write goes on (step 8)
+    approved     the write goes on (step 8); with passkeys required, only on enough yeses signed over its facts
+                 by enrolled, unrevoked passkeys of the people who gave them (else not_confirmed)
     rejected     not_confirmed, and every later call with this plan too (Reject ends the plan)
     pending      a client that declared url elicitation is sent the link and the call waits:
                    2025-11-25  elicitation/create (mode url) pushed; the call waits for the decision up to the
@@ -156,7 +157,7 @@ async def _require_signatures(approval: Approval, request: ApprovalAsk, gw: Part
         Code.NOT_CONFIRMED,
         f"This write needs {approval.approvers_needed} approval(s) signed with an approver's passkey over its exact"
         f" facts, and the approval on record has {max(signed, 0)}: {'; '.join(problems) or 'none signed'}."
-        " Nothing was changed.",
+        " Nothing was changed; preview again, and have the approvers decide on the page with their passkeys.",
         details={"approvalId": approval.approval_id, "unsigned": problems},
         authorization=authorization_denial(UNAVAILABLE, context=approval.approval_id),
     )
