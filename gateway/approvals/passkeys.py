@@ -129,16 +129,26 @@ def kept(assertion: dict[str, Any]) -> dict[str, str]:
 
 
 def unsigned(
-    approval: Approval, digest: str | None, public_url: str, keys: dict[str, Passkey], *, counters: bool = False
+    approval: Approval,
+    digest: str | None,
+    public_url: str,
+    keys: dict[str, Passkey],
+    *,
+    counters: bool = False,
+    when_signed: bool = False,
 ) -> list[str]:
     """Why each approve of ``approval`` does not count as a person's signed yes over ``digest`` (empty: all do).
-    ``keys`` are the passkeys by credential id as the store has them now: a revoked one signs nothing. The
-    counter is checked when the decision is made (``counters``); afterwards the key's stored counter is that
+    ``keys`` are the passkeys by credential id as the store has them now: a revoked one signs nothing from then
+    on (the write asks this), or, ``when_signed`` (the audit asks it), nothing it signed after its revocation.
+    The counter is checked when the decision is made (``counters``); afterwards the key's stored counter is that
     decision's own."""
     party, problems = relying_party(public_url), []
     for decision in approval.decisions:
         if decision.verdict != "approve":
             continue
+        key = keys.get((decision.assertion or {}).get("credentialId", ""))
+        if when_signed and key is not None and key.revoked_at is not None and key.revoked_at > decision.at:
+            keys = {**keys, key.credential_id: replace(key, revoked_at=None)}  # revoked after it signed this
         why = _why_unsigned(approval, decision, digest, public_url, keys, party, counters)
         if why is not None:
             problems.append(f"{decision.name}: {why}")

@@ -113,7 +113,7 @@ async def _unsigned_approvals(config: GatewayConfig, store: Store) -> list[str]:
             continue
         ids = {each.assertion.get("credentialId", "") for each in approval.decisions if each.assertion}
         held = {key.credential_id: key for key in [await store.get_passkey(each) for each in ids] if key}
-        for problem in passkeys.unsigned(approval, approval.digest, url, held):
+        for problem in passkeys.unsigned(approval, approval.digest, url, held, when_signed=True):
             found.append(
                 f"approval {approval.approval_id} (plan {approval.plan_id}): a yes no person signed: {problem}"
             )

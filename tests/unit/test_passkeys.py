@@ -303,6 +303,15 @@ def test_the_callers_own_passkey_signs_nothing_under_four_eyes() -> None:
         "Bob: signed with the caller's own passkey (four eyes)"
     ]
     assert passkeys.unsigned(replace(signed, four_eyes=False), approval.digest, PAGE, {credential: passkey}) == []
+    # Revoked after it signed: the write refuses it from then on; the audit still counts what it signed before.
+    other = replace(signed, four_eyes=False)
+    for revoked_at, write, audit in (
+        (0.5, ["Bob: signed with a revoked passkey"], ["Bob: signed with a revoked passkey"]),
+        (2.0, ["Bob: signed with a revoked passkey"], []),
+    ):
+        keys = {credential: replace(passkey, revoked_at=revoked_at)}
+        assert passkeys.unsigned(other, approval.digest, PAGE, keys) == write
+        assert passkeys.unsigned(other, approval.digest, PAGE, keys, when_signed=True) == audit
 
 
 async def test_audit_verify_names_a_tampered_signature_and_a_write_no_signature_backs(world: World) -> None:
