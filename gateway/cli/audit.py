@@ -26,6 +26,7 @@ from pathlib import Path
 from gateway.approvals import passkeys
 from gateway.audit import chain, display, events, signatures
 from gateway.config import GatewayConfig
+from gateway.identity.person import readable_person
 from gateway.identity.secrets import load_audit_keys
 from gateway.records import TOMBSTONE_SECONDS, AuditEntry
 from gateway.stores import Store, codec, open_store
@@ -135,6 +136,9 @@ def verify_bundle(path: Path) -> int:
         return 1
     signed = sum(1 for entry in trail if entry.outcome == "approval" and "passkey" in entry.extra)
     print(f"ok    {len(trail)} entries, {signed} passkey signature(s) verified against the keys in the bundle")
+    for credential, key in signatures.keys_of(trail).items():
+        # The bundle names its keys itself: compare each with the approver's own (or the gateway's chained audit).
+        print(f"key   {credential}  {readable_person(key.approver)}  {key.passkey.public_key}")
     return 0
 
 

@@ -168,6 +168,7 @@ async def signed_yes_runs_once(tmp: Path, store: str, era: str, replicas: int) -
     bundle.write_text(exported)
     status, said = await cli("audit", "verify", "--bundle", str(bundle))
     assert status == 0 and "1 passkey signature(s) verified" in said, said  # the plan's one yes
+    assert "key   " in said and "bob (static)" in said, said  # the keys it trusted, to compare with the approver's
     forged = json.loads(exported)
     approval = next(entry for entry in forged["entries"] if entry["outcome"] == "approval")
     approval["extra"]["passkey"]["signed"]["factsDigest"] = "0" * 64  # the bundle altered after export
