@@ -10,6 +10,7 @@
     verify          an assertion checked against an enrolled key: type, challenge, origin, relying party hash,
                     user present, user verified, the signature over authenticatorData || SHA-256(clientDataJSON),
                     and the counter (it must go up once the authenticator counts); PasskeyRefused says what failed
+    signed_with     the passkeys an approval's decisions name, read from the store
     unsigned        the approvers of an approval whose decision carries no valid signature by a passkey of
                     theirs that is enrolled and not revoked (and not the caller's, with four eyes): what the write
                     path refuses on (gateway.write.ask.people) and ``audit verify`` reports
@@ -18,7 +19,7 @@ Checked with ``fido2`` (Yubico's library: its CBOR, COSE key and authenticator-d
 signature), chosen over ``webauthn`` because it needs nothing but ``cryptography``, which the gateway already has,
 and its primitives check one step at a time what ``audit verify`` must check offline from an entry alone.
 
-Pure but for the signature check: no store, no clock.
+Pure but for the signature check and ``signed_with``'s reads: no clock.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fido2.webauthn import AttestationObject, AuthenticatorData, CollectedClient
 
 from gateway.approvals.digest import canonical
 from gateway.records import Approval, Decision, Passkey
+from gateway.stores.base import Passkeys
 
 ASSERTION_FIELDS = ("credentialId", "authenticatorData", "clientDataJSON", "signature")
 """What a decision keeps of its assertion (base64url each): all ``audit verify`` needs beside the public key."""
@@ -126,6 +128,14 @@ def verify(assertion: dict[str, Any], passkey: Passkey, challenge: bytes, party:
 def kept(assertion: dict[str, Any]) -> dict[str, str]:
     """What a decision keeps of an assertion: ASSERTION_FIELDS, as strings."""
     return {name: str(assertion.get(name, "")) for name in ASSERTION_FIELDS}
+
+
+async def signed_with(approval: Approval, store: Passkeys) -> dict[str, Passkey]:
+    """The passkeys the approval's decisions name, as the store has them now (revoked ones too), by credential id:
+    what ``unsigned`` checks them against."""
+    named = {decision.assertion.get("credentialId", "") for decision in approval.decisions if decision.assertion}
+    found = [await store.get_passkey(credential) for credential in sorted(named)]
+    return {key.credential_id: key for key in found if key is not None}
 
 
 def unsigned(

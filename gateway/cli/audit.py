@@ -112,8 +112,7 @@ async def _unsigned_approvals(config: GatewayConfig, store: Store) -> list[str]:
     for approval in await store.open_approvals(now - TOMBSTONE_SECONDS):  # all the store still keeps
         if not config.passkey_required(approval.tool):
             continue
-        ids = {each.assertion.get("credentialId", "") for each in approval.decisions if each.assertion}
-        held = {key.credential_id: key for key in [await store.get_passkey(each) for each in ids] if key}
+        held = await passkeys.signed_with(approval, store)
         for problem in passkeys.unsigned(approval, approval.digest, url, held, when_signed=True):
             found.append(
                 f"approval {approval.approval_id} (plan {approval.plan_id}): a yes no person signed: {problem}"

@@ -50,7 +50,7 @@ from gateway.approvals.lifecycle import (
     new_approval,
     state,
 )
-from gateway.approvals.passkeys import unsigned
+from gateway.approvals.passkeys import signed_with, unsigned
 from gateway.approvals.policy import Choice
 from gateway.audit import entries, trail
 from gateway.errors import AVAILABLE, UNAVAILABLE, Code, ToolError, approval_hints, authorization_denial
@@ -147,9 +147,7 @@ async def approve(
 async def _require_signatures(approval: Approval, request: ApprovalAsk, gw: Parts) -> None:
     """Refuse (not_confirmed, nothing sent) an approval without ``approvers_needed`` yeses signed over this
     write's facts by enrolled, unrevoked passkeys of the people who gave them."""
-    ids = {decision.assertion.get("credentialId", "") for decision in approval.decisions if decision.assertion}
-    keys = {key.credential_id: key for key in [await gw.store.get_passkey(each) for each in ids] if key is not None}
-    problems = unsigned(approval, request.digest, request.page_url or "", keys)
+    problems = unsigned(approval, request.digest, request.page_url or "", await signed_with(approval, gw.store))
     signed = len(approved_by(approval)) - len(problems)
     if signed >= approval.approvers_needed and not problems:
         return
