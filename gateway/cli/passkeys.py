@@ -17,12 +17,10 @@ import time
 from dataclasses import replace
 
 from gateway.audit import entries, trail
-from gateway.audit.chain import ChainKeys
+from gateway.cli.sessions import operator_store
 from gateway.config import GatewayConfig
 from gateway.identity.person import audited, names, readable_person
-from gateway.identity.secrets import load_audit_keys
 from gateway.records import Passkey
-from gateway.stores import open_store
 from gateway.text import columns, rfc3339
 
 PROGRAM = "mcp-safety-gateway approvals passkeys"
@@ -30,10 +28,9 @@ PROGRAM = "mcp-safety-gateway approvals passkeys"
 
 async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_json: bool) -> int:
     """List the passkeys, or revoke those named (by credential id, or every one of a person); the exit code."""
-    if config.gateway.store == "memory":
-        print(f"{PROGRAM}: the memory store keeps passkeys only inside the serving process", file=sys.stderr)
+    store = operator_store(config, PROGRAM, "passkeys")
+    if store is None:
         return 2
-    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
     try:
         kept = await store.passkeys()
         if not revoke and person is None:

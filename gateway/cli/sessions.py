@@ -6,7 +6,7 @@ approver session (id, person as issuer and subject with what the page shows besi
 since when, until when) and deletes the ones named. Sessions live in the store, so a revoke ends a session on
 every replica at its next request; a person whose access must end for good is also taken out of the config
 (``[approvals.approvers]``, ``[[approvals.tokens]]``), which every request checks too. Every cell is escaped
-(gateway/text.py).
+(gateway/text.py). ``operator_store`` opens the store for this command and for ``approvals passkeys``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from gateway.config import GatewayConfig
 from gateway.identity.person import audited, names, readable_person
 from gateway.identity.secrets import load_audit_keys
 from gateway.records import ApproverSession
-from gateway.stores import open_store
+from gateway.stores import Store, open_store
 from gateway.text import columns, rfc3339
 
 PROGRAM = "mcp-safety-gateway approvals sessions"
@@ -28,10 +28,9 @@ PROGRAM = "mcp-safety-gateway approvals sessions"
 
 async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_json: bool) -> int:
     """List the live sessions, or revoke those named (by id, or every one of a person); the exit code."""
-    if config.gateway.store == "memory":
-        print(f"{PROGRAM}: the memory store keeps sessions only inside the serving process", file=sys.stderr)
+    store = operator_store(config, PROGRAM, "sessions")
+    if store is None:
         return 2
-    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
     try:
         live = await store.sessions(time.time())
         if not revoke and person is None:
@@ -50,6 +49,15 @@ async def run(config: GatewayConfig, revoke: list[str], person: str | None, as_j
         print(f"{PROGRAM}: no live session of {json.dumps(person)}", file=sys.stderr)
         return 1
     return 1 if unknown else 0
+
+
+def operator_store(config: GatewayConfig, program: str, kept: str) -> Store | None:
+    """The configured store, opened for an operator's command with the audit key ring (its revokes are audited);
+    None, said on stderr, for the memory store, which keeps ``kept`` only inside the serving process."""
+    if config.gateway.store == "memory":
+        print(f"{program}: the memory store keeps {kept} only inside the serving process", file=sys.stderr)
+        return None
+    return open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
 
 
 def _show(sessions: list[ApproverSession], as_json: bool) -> None:
