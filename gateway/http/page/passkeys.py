@@ -54,7 +54,7 @@ def registration_options(
     gw: Gateway, session: ApproverSession, keys: list[Passkey], challenge: bytes
 ) -> dict[str, Any]:
     """What the script passes to ``navigator.credentials.create`` (binary values base64url)."""
-    party = relying_party(gw)
+    party, live = relying_party(gw), [key.credential_id for key in keys if key.revoked_at is None]
     return {
         "challenge": _b64(challenge),
         "rp": {"id": party.rp_id, "name": gw.config.gateway.name},
@@ -65,11 +65,11 @@ def registration_options(
         },
         "pubKeyCredParams": [{"type": "public-key", "alg": alg} for alg in (-7, -8, -257)],
         "authenticatorSelection": {"residentKey": "preferred", "userVerification": "required"},
-        "excludeCredentials": [key.credential_id for key in keys if key.revoked_at is None],
+        "excludeCredentials": live,
         "attestation": "none",
         "timeout": ENROL_SECONDS * 1000,
         # With a passkey already, another is added only with one of them (step-up): the same challenge, signed.
-        "stepUp": [key.credential_id for key in keys if key.revoked_at is None],
+        "stepUp": live,
     }
 
 
