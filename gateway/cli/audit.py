@@ -94,7 +94,7 @@ def _verify(
             f"--unkeyed-through {unkeyed[-1]}, or trim them (audit trim)"
         )
     for problem in verdict.problems:
-        print(f"FAIL  {problem}")
+        print(f"FAIL  {printable(problem)}")  # names from entries, which callers and backends wrote
     if verdict.problems:
         return 1
     if unkeyed:
@@ -130,14 +130,14 @@ def verify_bundle(path: Path) -> int:
         return 2
     found = [*events.problems(trail), *signatures.problems(trail)]
     for problem in found:
-        print(f"FAIL  {problem}")
+        print(f"FAIL  {printable(problem)}")  # names from entries: a bundle is anyone's file
     if found:
         return 1
     signed = sum(1 for entry in trail if entry.outcome == "approval" and "passkey" in entry.extra)
     print(f"ok    {len(trail)} entries, {signed} passkey signature(s) verified against the keys in the bundle")
     for credential, key in signatures.keys_of(trail).items():
         # The bundle names its keys itself: compare each with the approver's own (or the gateway's chained audit).
-        print(f"key   {credential}  {readable_person(key.approver)}  {key.passkey.public_key}")
+        print(f"key   {printable(f'{credential}  {readable_person(key.approver)}  {key.passkey.public_key}')}")
     return 0
 
 

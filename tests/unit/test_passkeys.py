@@ -423,3 +423,26 @@ async def test_a_signed_decision_that_loses_a_race_to_another_decision_still_cou
     assert raced == [approval_id] and answer.headers["location"] == f"/approvals/{approval_id}"
     assert not (await retry(world.gw, "2026-07-28", args)).is_error
     assert TENANTS.write_count(world.db) == 1
+
+
+async def test_a_hostile_bundle_cannot_write_to_the_auditors_terminal(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bundle is a file from anyone: what it says reaches the terminal escaped (gateway/text.py)."""
+    from gateway.cli.audit import verify_bundle
+
+    approval_id, args = await waiting_write(world.gw, "2026-07-28")
+    async with Approver(world, "bob") as bob:
+        await bob.enrol()
+        assert (await bob.signed_approve(approval_id)).status_code == 303
+    assert not (await retry(world.gw, "2026-07-28", args)).is_error
+    bundle = signatures.bundle(await audit(world.gw), args["planId"])
+    hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+    executed = next(entry for entry in bundle["entries"] if entry["outcome"] == "applied")
+    executed["extra"]["approvers"][0]["subject"] += hostile  # named in the FAIL line: no signature backs this one
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    assert verify_bundle(path) == 1
+    said = capsys.readouterr().out
+    assert "no verified passkey signature backs" in said
+    assert "\x1b" not in said and "\x07" not in said and "\\u001b" in said, said
