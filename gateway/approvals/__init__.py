@@ -7,11 +7,13 @@
     digest     one SHA-256 over the canonical facts a person approves, checked again when the write runs
     passkeys   a decision signed by the approver's own passkey over those facts: enrolment, the challenge, the
                assertion's checks (at the decision, at the write and in ``audit verify``)
+    evidence   passkey approvals checked from audit entries alone, offline, and one plan's evidence bundle
 
 The write path's side (creating the approval, telling the client, waiting for the decision) is
 gateway/write/ask/people.py; the page people use is gateway/http/page/. Approvals live in the store, so any
 replica serves the page and the retry.
 
 Imported by the write package, the tools, the MCP surface (gateway.mcp), the HTTP page, the runtime and the CLI;
-imports config, identity, stores, records, errors, signing and text, never the write package or an edge.
+imports config, identity, stores, the audit (evidence reads its entries), records, errors, signing and text, never
+the write package or an edge.
 """

@@ -7,10 +7,9 @@
     sinks     streaming stored entries out to a JSONL file and a signed webhook, never blocking a call
     display   reading them: ``audit list``'s filters and table
     events    the four events of a write that waited for people, checked together by ``audit verify``  (pure)
-    signatures  passkey approvals checked from the entries alone, offline; one plan's evidence bundle  (pure)
 
 The write path (gateway.write), the preview's choice of a mode, the approval page and the task methods learn what
 an entry says and make it here; this package decides how it is kept and shown. Imported by them, the stores (which
-seal with ``chain``) and the CLI; imports records, errors, config, identity, approvals (the digest and the passkey
-checks), signing and text only, never a store.
+seal with ``chain``) and the CLI; imports records, errors, config, identity, signing and text only, never a store (nor
+the approvals package, which reads the audit: gateway/approvals/evidence.py).
 """

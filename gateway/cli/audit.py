@@ -4,7 +4,7 @@ trim --before TIME``.
 ``verify`` checks the keyed chain and, for every write that waited for people, that its events (proposed,
 approval, the backend call, returned) share one facts digest and come in order (gateway.audit.events); that every
 passkey approval's signature holds over the facts in its entries, and that no write ran on a yes no signature
-backs where passkeys are required (gateway.audit.signatures); and that the store keeps no approval for such a
+backs where passkeys are required (gateway.approvals.evidence); and that the store keeps no approval for such a
 tool with an unsigned yes (a row written around the page). ``export --plan`` prints one plan's evidence bundle;
 ``verify --bundle`` checks one offline, with neither config nor store.
 
@@ -23,8 +23,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from gateway.approvals import passkeys
-from gateway.audit import chain, display, events, signatures
+from gateway.approvals import evidence, passkeys
+from gateway.audit import chain, display, events
 from gateway.config import GatewayConfig
 from gateway.identity.person import readable_person
 from gateway.identity.secrets import load_audit_keys
@@ -64,7 +64,7 @@ async def run(config: GatewayConfig, args: argparse.Namespace) -> int:
     if args.audit_command == "verify":
         return _verify(entries, keys, args.head, args.unkeyed_through, kept)
     if args.audit_command == "export":
-        print(json.dumps(signatures.bundle(entries, args.plan), indent=1))
+        print(json.dumps(evidence.bundle(entries, args.plan), indent=1))
         return 0
     shown = [
         entry
@@ -84,7 +84,7 @@ def _verify(
 ) -> int:
     verdict = chain.verify(entries, keys, head=head)
     verdict.problems.extend(events.problems(entries))
-    verdict.problems.extend(signatures.problems(entries))
+    verdict.problems.extend(evidence.problems(entries))
     verdict.problems.extend(kept)
     unkeyed = [entry.seq for entry in entries if not entry.key_id]
     if unkeyed and unkeyed[-1] > unkeyed_through:
@@ -123,19 +123,19 @@ async def _unsigned_approvals(config: GatewayConfig, store: Store) -> list[str]:
 def verify_bundle(path: Path) -> int:
     """Check an evidence bundle offline: its events together, and every passkey signature in it; the exit code."""
     try:
-        bundled = signatures.bundled(json.loads(path.read_text(encoding="utf-8")))
+        bundled = evidence.bundled(json.loads(path.read_text(encoding="utf-8")))
         trail = [codec.load(AuditEntry, json.dumps(entry)) for entry in bundled]
     except (OSError, ValueError, TypeError) as exc:
         print(f"{PROGRAM}: {path}: {exc}", file=sys.stderr)
         return 2
-    found = [*events.problems(trail), *signatures.problems(trail)]
+    found = [*events.problems(trail), *evidence.problems(trail)]
     for problem in found:
         print(f"FAIL  {printable(problem)}")  # names from entries: a bundle is anyone's file
     if found:
         return 1
     signed = sum(1 for entry in trail if entry.outcome == "approval" and "passkey" in entry.extra)
     print(f"ok    {len(trail)} entries, {signed} passkey signature(s) verified against the keys in the bundle")
-    for credential, key in signatures.keys_of(trail).items():
+    for credential, key in evidence.keys_of(trail).items():
         # The bundle names its keys itself: compare each with the approver's own (or the gateway's chained audit).
         print(f"key   {printable(f'{credential}  {readable_person(key.approver)}  {key.passkey.public_key}')}")
     return 0

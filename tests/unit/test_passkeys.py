@@ -20,9 +20,9 @@ import httpx
 import pytest
 from fido2.utils import websafe_decode
 
-from gateway.approvals import passkeys
+from gateway.approvals import evidence, passkeys
 from gateway.approvals.lifecycle import approval_id_for
-from gateway.audit import entries, signatures
+from gateway.audit import entries
 from gateway.config import parse_config
 from gateway.http.app import build_app
 from gateway.identity.person import person_id
@@ -164,8 +164,8 @@ async def test_an_enrolled_passkeys_signature_over_the_exact_write_lets_it_run_o
     )
     applied = next(entry for entry in trail if entry.outcome == entries.APPLIED)
     assert applied.extra["passkey"] == "required" and applied.extra["approvers"][0]["passkey"] == bob.key.credential
-    assert signatures.problems(trail) == []
-    bundle = signatures.bundle(trail, args["planId"])
+    assert evidence.problems(trail) == []
+    bundle = evidence.bundle(trail, args["planId"])
     assert [entry["outcome"] for entry in bundle["entries"]][:2] == ["passkey", "proposed"]
 
 
@@ -321,20 +321,20 @@ async def test_audit_verify_names_a_tampered_signature_and_a_write_no_signature_
         assert (await bob.signed_approve(approval_id)).status_code == 303
     assert not (await retry(world.gw, "2026-07-28", args)).is_error
     trail = await audit(world.gw)
-    assert signatures.problems(trail) == []
+    assert evidence.problems(trail) == []
     decision = next(index for index, entry in enumerate(trail) if entry.outcome == entries.APPROVAL)
-    evidence = trail[decision].extra["passkey"]
-    other_args = {**evidence["signed"], "factsDigest": "0" * 64}
+    kept = trail[decision].extra["passkey"]
+    other_args = {**kept["signed"], "factsDigest": "0" * 64}
     tampered = [
-        replace(trail[decision], extra={**trail[decision].extra, "passkey": {**evidence, "signed": other_args}}),
-        replace(trail[decision], extra={**trail[decision].extra, "passkey": {**evidence, "signature": "AAAA"}}),
+        replace(trail[decision], extra={**trail[decision].extra, "passkey": {**kept, "signed": other_args}}),
+        replace(trail[decision], extra={**trail[decision].extra, "passkey": {**kept, "signature": "AAAA"}}),
     ]
     for forged in tampered:
-        found = signatures.problems([*trail[:decision], forged, *trail[decision + 1 :]])
+        found = evidence.problems([*trail[:decision], forged, *trail[decision + 1 :]])
         assert len(found) == 2, found  # the decision does not hold, so the write it allowed is named too
         assert "the passkey approval does not hold" in found[0] and "no verified passkey signature" in found[1]
     unsigned = [entry for entry in trail if entry.outcome != entries.APPROVAL]  # the yes taken out of the trail
-    assert [problem.split(": ", 1)[1] for problem in signatures.problems(unsigned)] == [
+    assert [problem.split(": ", 1)[1] for problem in evidence.problems(unsigned)] == [
         "executed on a yes by bob (static) that no verified passkey signature backs"
     ]
 
@@ -436,7 +436,7 @@ async def test_a_hostile_bundle_cannot_write_to_the_auditors_terminal(
         await bob.enrol()
         assert (await bob.signed_approve(approval_id)).status_code == 303
     assert not (await retry(world.gw, "2026-07-28", args)).is_error
-    bundle = signatures.bundle(await audit(world.gw), args["planId"])
+    bundle = evidence.bundle(await audit(world.gw), args["planId"])
     hostile = "\x1b]52;c;ZXZpbA==\x07\x1b[2J"
     executed = next(entry for entry in bundle["entries"] if entry["outcome"] == "applied")
     executed["extra"]["approvers"][0]["subject"] += hostile  # named in the FAIL line: no signature backs this one
