@@ -23,7 +23,7 @@ import httpx
 
 from bench import procs
 from bench.load import Sample, run_load
-from bench.wire import WireClient, tool_text
+from bench.wire import PROTOCOL, STATELESS, WireClient, tool_text
 
 LIST_CALL: tuple[str, dict[str, Any]] = ("manage_tenant", {"action": "list", "payload": {}})
 PAGE_CALL: tuple[str, dict[str, Any]] = ("list_tenants", {})
@@ -35,8 +35,8 @@ async def _call(client: WireClient, name: str, arguments: dict[str, Any]) -> Non
         raise RuntimeError(tool_text(result)[:200])
 
 
-async def _tenant_count(url: str, name: str, arguments: dict[str, Any]) -> int:
-    async with WireClient(url) as client:
+async def _tenant_count(url: str, name: str, arguments: dict[str, Any], protocol: str = PROTOCOL) -> int:
+    async with WireClient(url, protocol=protocol) as client:
         result = await client.call_tool(name, arguments)
     data = result.get("structuredContent") or json.loads(tool_text(result))
     return len(data["tenants"])
@@ -46,7 +46,7 @@ def run(
     work: Path, *, concurrency: list[int], rounds: int, seconds: float, what_if_h11: bool, log: Any
 ) -> dict[str, Any]:
     """Measure the systems at each concurrency; return summaries, ratios and CPU per call."""
-    for name in ("direct", "gateway", "mcp-proxy", "fastmcp-proxy", "gateway-h11", "gateway-redis"):
+    for name in ("direct", "gateway", "gateway-2026", "mcp-proxy", "fastmcp-proxy", "gateway-h11", "gateway-redis"):
         procs.seed_database(work / f"read-{name}.db", tenants=None)
 
     def gateway_config(name: str, store: str | None = None) -> Path:
@@ -63,6 +63,7 @@ def run(
         servers = {
             "direct": stack.enter_context(procs.direct_backend(work / "read-direct.db", work)),
             "gateway": stack.enter_context(procs.gateway(gateway_config("gateway"), work)),
+            "gateway-2026": stack.enter_context(procs.gateway(gateway_config("gateway-2026"), work, "gateway-2026")),
             "mcp-proxy": stack.enter_context(procs.mcp_proxy(work / "read-mcp-proxy.db", work)),
         }
         calls = {name: LIST_CALL if name.endswith(("direct", "proxy")) else PAGE_CALL for name in SYSTEMS}
@@ -76,7 +77,8 @@ def run(
         if what_if_h11:
             h11 = procs.gateway(gateway_config("gateway-h11"), work, name="gateway-h11", h11=True)
             servers["gateway-h11"] = stack.enter_context(h11)
-        items = {name: anyio.run(_tenant_count, servers[name].url, *calls[name]) for name in servers}
+        protocols = {name: STATELESS if name in STATELESS_SYSTEMS else PROTOCOL for name in SYSTEMS}
+        items = {name: anyio.run(_tenant_count, servers[name].url, *calls[name], protocols[name]) for name in servers}
         log(f"  tenants returned per call: {items} (demo data set: one gateway page == the full list)")
         results: dict[str, Any] = {"tenants_per_call": items, "levels": {}}
         for clients in concurrency:
@@ -97,7 +99,9 @@ def run(
                     # One worker's /metrics, of several, says nothing of the whole: no figure for -2w.
                     counted = name.startswith("gateway") and not name.endswith("-2w")
                     reads_before = backend_list_calls(server) if counted else None
+                    client = partial(WireClient, protocol=protocols[name])
                     load = partial(run_load, server.url, call, clients=clients, seconds=seconds, max_calls=200_000)
+                    load = partial(load, open_client=client)
                     sample = anyio.run(load)
                     after = server.cpu_seconds()
                     for part in cpu[name]:
@@ -149,6 +153,7 @@ def backend_list_calls(server: procs.Server) -> float | None:
 SYSTEMS = (
     "direct",
     "gateway",
+    "gateway-2026",
     "mcp-proxy",
     "fastmcp-proxy",
     "gateway-redis",
@@ -156,15 +161,19 @@ SYSTEMS = (
     "gateway-h11",
 )
 """Every system the read path can measure, in the order the report shows them."""
+STATELESS_SYSTEMS = ("gateway-2026", "gateway-redis", "gateway-redis-2w")
+"""The systems driven by 2026-07-28 clients (no session: any worker answers any request); the rest speak
+2025-11-25, the one era mcp-proxy and FastMCP's proxy and the direct backend share."""
 
 
 def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
-    gateway = level["gateway"]
     out: dict[str, float | None] = {}
-    for base, label in (("direct", "direct"), ("mcp-proxy", "mcp_proxy"), ("fastmcp-proxy", "fastmcp_proxy")):
-        other = level.get(base)
-        for metric in ("median_ms", "p99_ms", "calls_per_s"):
-            out[f"gateway/{label} {metric}"] = _ratio(gateway[metric], other[metric]) if other else None
+    for ours in ("gateway", "gateway-2026"):
+        gateway = level[ours]
+        for base, label in (("direct", "direct"), ("mcp-proxy", "mcp_proxy"), ("fastmcp-proxy", "fastmcp_proxy")):
+            other = level.get(base)
+            for metric in ("median_ms", "p99_ms", "calls_per_s"):
+                out[f"{ours}/{label} {metric}"] = _ratio(gateway[metric], other[metric]) if other else None
     one, two = level.get("gateway-redis"), level.get("gateway-redis-2w")
     if one and two:
         out["redis 2 workers/1 worker calls_per_s"] = _ratio(two["calls_per_s"], one["calls_per_s"])

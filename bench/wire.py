@@ -1,4 +1,5 @@
-"""A lean MCP client over streamable HTTP (2025-11-25): initialize, then ``tools/call`` on one keep-alive connection.
+"""A lean MCP client over streamable HTTP, on one keep-alive connection: 2025-11-25 (initialize, then calls in the
+session) or 2026-07-28 (no handshake: every request carries its envelope in ``_meta`` and the routing headers).
 
 The load generator uses it instead of the SDK client so that every server under test is driven by the same,
 cheap client: the SDK client re-validates ``structuredContent`` against the tool's outputSchema (the gateway
@@ -15,7 +16,14 @@ from typing import Any
 import httpx
 
 PROTOCOL = "2025-11-25"
+STATELESS = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": STATELESS,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+}
+"""What a 2026-07-28 request carries in ``params._meta`` instead of a handshake."""
 
 
 class WireError(Exception):
@@ -25,8 +33,9 @@ class WireError(Exception):
 class WireClient:
     """One MCP session on one HTTP/1.1 keep-alive connection."""
 
-    def __init__(self, url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, protocol: str = PROTOCOL, timeout: float = 60.0) -> None:
         self.url = url
+        self.protocol = protocol
         self._http = httpx.AsyncClient(
             timeout=timeout, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
         )
@@ -34,6 +43,9 @@ class WireClient:
         self._headers = {"Content-Type": "application/json", "Accept": ACCEPT}
 
     async def __aenter__(self) -> WireClient:
+        if self.protocol == STATELESS:
+            self._headers["mcp-protocol-version"] = STATELESS
+            return self
         result = await self.request(
             "initialize",
             {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
@@ -58,7 +70,14 @@ class WireClient:
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request and return its result."""
         request_id = next(self._ids)
-        response = await self._post({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        headers = self._headers
+        if self.protocol == STATELESS:
+            params = {**params, "_meta": ENVELOPE}
+            headers = {**headers, "mcp-method": method}
+            if method == "tools/call":
+                headers["mcp-name"] = str(params["name"])
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        response = await self._post(body, headers)
         if "mcp-session-id" in response.headers:
             self._headers["mcp-session-id"] = response.headers["mcp-session-id"]
         for message in _messages(response):
@@ -68,8 +87,8 @@ class WireClient:
                 return dict(message["result"])
         raise WireError(f"{method}: no answer in a {response.status_code} response")
 
-    async def _post(self, body: dict[str, Any]) -> httpx.Response:
-        response = await self._http.post(self.url, content=json.dumps(body), headers=self._headers)
+    async def _post(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
+        response = await self._http.post(self.url, content=json.dumps(body), headers=headers or self._headers)
         if response.status_code >= 400:
             raise WireError(f"HTTP {response.status_code}: {response.text[:200]}")
         return response

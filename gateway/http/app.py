@@ -6,7 +6,7 @@ they wrap the whole app, not a route."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -32,10 +32,13 @@ from gateway.errors import StoreUnavailable
 from gateway.http.answer_modes import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.http.bodies import BodyCap
 from gateway.http.edge import EdgeGuard, security_settings, trusted_proxies
+from gateway.http.lean import LeanCalls
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.verifiers import build_verifier
 from gateway.mcp.server import build_server
 from gateway.runtime import Gateway
+from gateway.tools.kinds.kind import Reads
+from gateway.tools.kinds.registry import kind_of
 
 READY_WAIT_SECONDS = 3.0
 """How long ``/readyz`` waits for a backend that is being loaded again (its ping is bounded the same way) and for
@@ -48,6 +51,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
     config = gw.config
     verifier = build_verifier(config.auth, config.approvals.display_claim)
     caller = partial(current_caller, config.gateway.stdio_caller)
+    server = build_server(gw)
     sessions = PerRequestSessionManager(
         needs_stream=stream_for_tools(config.write_tools(), lambda tool: is_visible(config, tool, current_scopes())),
         limits=SessionLimits(
@@ -56,7 +60,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
             caller=caller,
             take_token=gw.limiter.opening,
         ),
-        app=build_server(gw),
+        app=server,
         json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
         stateless=False,
         max_request_body_size=config.limits.max_body_bytes,
@@ -64,7 +68,13 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         session_idle_timeout=config.http.session_idle_seconds,
         security_settings=security_settings(config),
     )
-    endpoint: ASGIApp = StreamableHTTPASGIApp(sessions)
+    endpoint: ASGIApp = LeanCalls(
+        StreamableHTTPASGIApp(sessions),
+        server,
+        lean=answered_lean(config),
+        security=security_settings(config),
+        max_body=config.limits.max_body_bytes,
+    )
     if verifier is not None:
         # The SDK's own wiring, around /mcp only: health probes and metrics never verify a token. The challenge
         # points at the metadata, which names the authorization servers (if any are configured).
@@ -147,6 +157,18 @@ def build_page_app(gw: Gateway) -> Starlette:
         middleware=[edge, Middleware(BodyCap)],
         exception_handlers={StoreUnavailable: page.store_unavailable},
     )
+
+
+def answered_lean(config: GatewayConfig) -> Callable[[str], bool]:
+    """Whether gateway.http.lean answers a 2026-07-28 call of the named tool for this request's caller: a tool whose
+    kind only reads, and any name the caller's answer is "unknown tool" for (a name no tool has, a tool hidden from
+    the caller). A hidden tool must answer exactly like an unknown one, in its timing too, so both take one path."""
+    writing = frozenset(name for name, tool in config.tools.items() if not isinstance(kind_of(tool), Reads))
+
+    def lean(name: str) -> bool:
+        return name not in writing or not is_visible(config, name, current_scopes())
+
+    return lean
 
 
 async def _backends_answer(gw: Gateway) -> dict[str, bool]:

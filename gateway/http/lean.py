@@ -1,0 +1,237 @@
+"""The lean path: a 2026-07-28 ``tools/call`` of a tool that only reads, answered in the request's own task.
+
+The SDK (mcp 2.3, mcp/server/_streamable_http_modern.py) answers each 2026-07-28 request by building a connection,
+a dispatch context, a session, a handler kernel and its middleware chain, and, in the mode the gateway runs (a
+handler may stream), a task group with a second task and a memory stream, before the gateway's handler starts. A
+call of a tool whose kind only reads (gateway.tools.kinds.kind.Reads: read, preview, statement_query,
+statement_preview) never streams, never asks the client, never uses the session and never seals a requestState, so
+``LeanCalls`` answers it itself: the same checks in the SDK's order, through the SDK's own functions, the same
+handler (the one registered for ``tools/call``), the same result shaping (the kernel's ``_serialize``) and the same
+bytes, status and headers on the wire (``_write``). tests/system/test_lean_path.py sends each of a corpus of
+requests to a gateway with and without this path and compares the answers byte for byte.
+
+Anything else goes to the SDK as it came, body included, and the SDK answers it, errors too: every other method and
+era, a tool of another kind or one the gateway does not know, a call carrying ``requestState``, ``inputResponses``
+or a task, a request any check would refuse, a body past ``[limits] max_body_bytes``, and every request while
+tracing is on (the SDK's middleware makes the server span). Three private parts of mcp 2.3 are used (pinned in
+pyproject.toml): ``_mcp_param_rejection``, ``_write`` and the kernel's ``_serialize``.
+
+A read that takes longer than the SDK's deferral window (15 s) gets what the SDK gives it: the answer switches to
+an event stream with keep-alive pings, then carries the result as its one event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server import _streamable_http_modern as modern
+from mcp.server.runner import ServerRunner, modern_error_data
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, find_duplicated_routing_header
+from mcp_types import methods
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.observability import tracing
+
+VERSION_HEADER = b"mcp-protocol-version"
+STATELESS = b"2026-07-28"
+KEPT_BY_THE_SDK = ("requestState", "inputResponses", "task")
+"""Params a read has no use for, whose checks (unsealing, a task) the SDK's path owns."""
+
+
+class LeanCalls:
+    """ASGI app for /mcp: answers the calls described in the module docstring, hands the rest to ``sdk``."""
+
+    def __init__(
+        self,
+        sdk: ASGIApp,
+        server: Server[Any],
+        *,
+        lean: Callable[[str], bool],
+        security: TransportSecuritySettings,
+        max_body: int,
+    ) -> None:
+        self.sdk = sdk
+        self.server = server
+        self.lean = lean
+        self.security = TransportSecurityMiddleware(security)
+        self.max_body = max_body
+        self.kernel = ServerRunner(server, None, None)  # type: ignore[arg-type]  # only _serialize is used
+        entry = server.get_request_handler("tools/call")
+        assert entry is not None
+        self.handler = entry.handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or tracing.recording():
+            await self.sdk(scope, receive, send)
+            return
+        if [value for name, value in scope["headers"] if name == VERSION_HEADER] != [STATELESS]:
+            await self.sdk(scope, receive, send)
+            return
+        body, complete = await self._body(receive)
+        replayed = _replay(body, complete, receive)
+        if not complete or not await self._answer(scope, body, replayed, send):
+            await self.sdk(scope, replayed, send)
+
+    async def _body(self, receive: Receive) -> tuple[bytes, bool]:
+        """The body, read up to the cap: (what was read, whether that is all of it within the cap)."""
+        chunks = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return bytes(chunks), False
+            chunks += message.get("body", b"")
+            if len(chunks) > self.max_body:
+                return bytes(chunks), False
+            if not message.get("more_body", False):
+                return bytes(chunks), True
+
+    async def _answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
+        """Answer the request if it is one for this path (True); else leave it untouched for the SDK (False)."""
+        request = Request(scope, receive)
+        if await self.security.validate_request(request, is_post=True) is not None:
+            return False
+        has_json, has_sse = check_accept_headers(request)
+        if not (has_json and has_sse):
+            return False
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(decoded, dict) or decoded.get("method") != "tools/call" or "id" not in decoded:
+            return False
+        params = decoded.get("params")
+        if not isinstance(params, dict) or any(params.get(key) is not None for key in KEPT_BY_THE_SDK):
+            return False
+        name = params.get("name")
+        if not isinstance(name, str) or not self.lean(name):
+            return False
+        try:
+            req = types.JSONRPCRequest.model_validate(decoded)
+        except ValidationError:
+            return False
+        if find_duplicated_routing_header(request.headers.items()) is not None:
+            return False
+        verdict = classify_inbound_request(decoded, headers=dict(request.headers))
+        if not isinstance(verdict, InboundModernRoute):
+            return False
+        if await modern._mcp_param_rejection(self.server, request, req, verdict, None) is not None:
+            return False
+        version = verdict.protocol_version
+        try:
+            methods.validate_client_request("tools/call", version, params)
+            typed = types.CallToolRequestParams.model_validate(params, by_name=False)
+        except (KeyError, ValidationError):
+            return False
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            session=_NO_SESSION,  # type: ignore[arg-type]
+            lifespan_context=None,
+            protocol_version=version,
+            method="tools/call",
+            params=params,
+            request_id=req.id,
+            request=request,
+        )
+        reply = await self._reply(req.id, ctx, typed, version, scope, receive, send)
+        if reply is not None:
+            await modern._write(reply, scope, receive, send)
+        return True
+
+    async def _reply(
+        self,
+        request_id: types.RequestId,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.CallToolRequestParams,
+        version: str,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> types.JSONRPCResponse | types.JSONRPCError | None:
+        """The handler's answer as the SDK shapes it; None once it went out on an event stream (a slow read)."""
+        loop = asyncio.get_running_loop()
+        stream = _SlowAnswer(send)
+        timer = loop.call_later(modern._SSE_PING_INTERVAL, stream.open)
+        try:
+            result = await self.handler(ctx, params)
+            reply: types.JSONRPCResponse | types.JSONRPCError = types.JSONRPCResponse(
+                jsonrpc="2.0", id=request_id, result=self.kernel._serialize("tools/call", version, result)
+            )
+        except Exception as exc:
+            reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=modern_error_data(exc))
+        finally:
+            timer.cancel()
+            await stream.stop()
+        if not stream.opened:
+            return reply
+        await stream.finish(modern._sse_event(reply))
+        return None
+
+
+class _SlowAnswer:
+    """The event stream a read slower than the deferral window answers on, as the SDK's: headers and a ping when
+    the window ends, a ping every window after, the answer as the last event."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.opened = False
+        self._started = False
+        self._pinging: asyncio.Task[None] | None = None
+
+    def open(self) -> None:
+        """The window ended with the handler still running: start the stream (a task of its own)."""
+        self.opened = True
+        self._pinging = asyncio.get_running_loop().create_task(self._ping())
+
+    async def _ping(self) -> None:
+        await self._start()
+        while True:
+            await self.send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+            await asyncio.sleep(modern._SSE_PING_INTERVAL)
+
+    async def _start(self) -> None:
+        await self.send({"type": "http.response.start", "status": 200, "headers": modern._SSE_HEADERS})
+        self._started = True
+
+    async def stop(self) -> None:
+        """Stop pinging (the handler is done, or the request is being cancelled)."""
+        if self._pinging is not None:
+            self._pinging.cancel()
+            await asyncio.wait({self._pinging})  # its cancellation is its own; ours, if any, goes on up
+
+    async def finish(self, last: bytes) -> None:
+        """Send the answer as the stream's last event (its headers first, if the pinging task never ran)."""
+        if not self._started:
+            await self._start()
+        await self.send({"type": "http.response.body", "body": last, "more_body": False})
+
+
+class _NoSession:
+    """A lean call's session: a kind that only reads never uses one; one that did would fail loudly here."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"a call on the lean path has no session (ctx.session.{name})")
+
+
+_NO_SESSION = _NoSession()
+
+
+def _replay(body: bytes, complete: bool, receive: Receive) -> Receive:
+    """``receive`` with the body already read given back first (as one message), then the rest as it comes."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()
+
+    return replayed
