@@ -6,7 +6,8 @@ before the gateway could refuse it. So the gateway reads both itself, at this on
 
     bounded_stdio      spawns the child as stdio_client does (own session, minimal environment, stderr to the
                        log) and stops it as stdio_client does (close stdin, wait, SIGTERM then SIGKILL the group),
-                       but reads each line with a cap: past it, the rest of the line is skipped, not kept
+                       but reads each line with a cap: past it, the rest of the line is skipped, not kept; a
+                       message goes out on stdin from the sender's own task (``_StdinWriter``)
     CappedTransport    an httpx2 transport that reads each JSON body with a cap (SSE events are capped by the SDK's
                        own ``max_sse_event_size``, which answers an oversized event as a lost connection)
 
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 import anyio
 import httpx2
 from anyio.abc import Process
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -92,7 +94,6 @@ async def bounded_stdio(
         start_new_session=True,
     )
     incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
     waiting: dict[RequestId, None] = {}  # requests sent and not yet answered, oldest first
 
     async def deliver(line: bytes | None, prefix: bytes) -> None:
@@ -139,30 +140,54 @@ async def bounded_stdio(
             except _Overflow:
                 log.warning("backend answer exceeds backend.max_result_bytes and names no waiting request; dropped")
 
-    async def write() -> None:
-        assert process.stdin is not None
-        try:
-            async with outgoing:
-                async for session_message in outgoing:
-                    message = session_message.message
-                    if isinstance(message, JSONRPCRequest):
-                        waiting[message.id] = None
-                    text = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((text + "\n").encode())
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await incoming.aclose()  # the child stopped reading: end the session rather than hang a request
-
+    write_stream = _StdinWriter(process, waiting, incoming)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(read)
-        tasks.start_soon(write)
         try:
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process)
-            for stream in (read_stream, write_stream, incoming, outgoing):
+            for stream in (read_stream, write_stream, incoming):
                 await stream.aclose()
             tasks.cancel_scope.cancel()
+
+
+class _StdinWriter:
+    """The session's write stream: each message written to the child's stdin as one line, in the sender's own
+    task (a memory stream and a writing task would cost every call two hand-offs on the event loop). A line is
+    written whole before the first await, so concurrent senders never interleave within one."""
+
+    def __init__(self, process: Process, waiting: dict[RequestId, None], incoming: MemoryObjectSendStream[Any]) -> None:
+        self._process = process
+        self._waiting = waiting
+        self._incoming = incoming
+        self._closed = False
+
+    async def send(self, session_message: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        assert self._process.stdin is not None
+        message = session_message.message
+        if isinstance(message, JSONRPCRequest):
+            self._waiting[message.id] = None
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._process.stdin.send((text + "\n").encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            # The child stopped reading: end the session rather than hang a request.
+            self._closed = True
+            await self._incoming.aclose()
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> _StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 async def _stop(process: Process) -> None:
