@@ -8,11 +8,14 @@ timer is the event-loop thread's CPU time (``time.thread_time``), so waiting on 
 and work in worker threads, is not counted; a C builtin's time goes to the layers of its callers. The in-memory
 SDK client runs in the same process: its work shows in the JSON-RPC/SDK and ``mcp/client`` (counted with the
 backend client) rows; its check of ``structuredContent`` against the outputSchema (jsonschema) runs with the
-profiler paused, so the jsonschema row is the gateway's own. No HTTP server runs in process: the HTTP layer is
-read from the py-spy flame graphs of ``bench/run --profile``. cProfile's own overhead inflates every row: compare
-shares, and runs of this command before and after a change, not its figures with bench/run's.
+profiler paused, so the jsonschema row is the gateway's own. With ``--http ERA`` the reads go through the whole
+HTTP stack instead: a real ``serve`` (uvicorn and the app) runs in process and a wire client (bench.wire) in a
+child process drives it in that era, so the HTTP server row is in the table and no client work is. cProfile's own
+overhead inflates every row: compare shares, and runs of this command before and after a change, not its figures
+with bench/run's.
 
     python -m bench.profile [--store sqlite|memory|redis|postgres] [--calls 300] [--top 15 [--layer gateway]]
+                            [--http 2025-11-25|2026-07-28]
 """
 
 from __future__ import annotations
@@ -161,7 +164,51 @@ async def _drive(config_path: Path, kind: str, calls: int, profiler: Profiler) -
     return calls
 
 
-def profile(store: str, calls: int, top: int, shown: str = "other") -> dict[str, Any]:
+async def _serve(config_path: Path, protocol: str, calls: int, profiler: Profiler) -> int:
+    """A real ``serve`` (uvicorn, the whole app) in this process, read by one wire client in a child process
+    (``bench.wire``: its CPU is its own); the profiler runs from the child's "warm" to its "done"."""
+    from gateway.cli.serve import serve_http
+    from gateway.http.sockets import bound_socket
+
+    sock = bound_socket("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(serve_http, load_config(config_path), sock, "127.0.0.1", sock.getsockname()[1])
+        for _ in range(600):  # 60 s for the backend to start and the catalog to load
+            if await _ready(url):
+                break
+            await anyio.sleep(0.1)
+        else:
+            raise RuntimeError(f"{url} did not become healthy")
+        command = [sys.executable, "-m", "bench.wire", url, str(calls), protocol]
+        async with await anyio.open_process(command, cwd=procs.ROOT) as client:
+            assert client.stdout is not None
+            seen = b""
+            async for chunk in client.stdout:
+                seen += chunk
+                if b"warm" in seen and not profiler.on:
+                    profiler.enable()
+                if b"done" in seen:
+                    break
+            profiler.disable()
+            await client.wait()
+            if client.returncode != 0 or b"done" not in seen:
+                raise RuntimeError(f"the wire client failed ({client.returncode})")
+        tasks.cancel_scope.cancel()
+    return calls
+
+
+async def _ready(url: str) -> bool:
+    import httpx
+
+    try:
+        async with httpx.AsyncClient() as http:
+            return (await http.get(url.replace("/mcp", "/healthz"))).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def profile(store: str, calls: int, top: int, shown: str = "other", http: str | None = None) -> dict[str, Any]:
     """Profile ``calls`` reads (list_tenants) and ``calls`` confirmed writes (reset_tenant, both rounds)."""
     found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp, ExitStack() as stack:
@@ -170,10 +217,11 @@ def profile(store: str, calls: int, top: int, shown: str = "other") -> dict[str,
         db = work / "profile.db"
         procs.seed_database(db, tenants=None)
         config = procs.gateway_config(work / "profile.toml", db, store=url, tenants=None, state_dir=work / "state")
-        for kind in ("read", "write"):
+        for kind in ("read",) if http else ("read", "write"):
             profiler = Profiler()
             with client_checks_unprofiled(profiler):
-                done = anyio.run(partial(_drive, config, kind, calls, profiler))
+                run = partial(_serve, config, http, calls) if http else partial(_drive, config, kind, calls)
+                done = anyio.run(run, profiler)
             stats = pstats.Stats(profiler.profile)
             total = sum(row[2] for row in stats.stats.values())  # type: ignore[attr-defined]
             layers = by_layer(stats, done)
@@ -200,8 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--top", type=int, default=0, help="also print the N functions with the most own time")
     parser.add_argument("--layer", default="other", help="the layer --top lists (default: other)")
+    parser.add_argument(
+        "--http",
+        choices=["2025-11-25", "2026-07-28"],
+        help="profile reads through a real HTTP serve in process, driven over the wire in this era (reads only)",
+    )
     args = parser.parse_args(argv)
-    profile(args.store, args.calls, args.top, args.layer)
+    profile(args.store, args.calls, args.top, args.layer, args.http)
     return 0
 
 

@@ -108,3 +108,25 @@ def tool_text(result: dict[str, Any]) -> str:
         if block.get("type") == "text":
             return str(block["text"])
     return ""
+
+
+async def drive(url: str, calls: int, protocol: str, warmup: int = 100) -> None:
+    """One client calling ``list_tenants {}``: ``warmup`` calls, the line "warm" on stdout, ``calls`` more, then the
+    line "done" (``bench.profile --http`` profiles the server between the two lines)."""
+    async with WireClient(url, protocol=protocol) as client:
+        for _ in range(warmup):
+            await client.call_tool("list_tenants", {})
+        print("warm", flush=True)
+        for _ in range(calls):
+            result = await client.call_tool("list_tenants", {})
+            if result.get("isError"):
+                raise WireError(tool_text(result)[:200])
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    import anyio
+
+    anyio.run(drive, sys.argv[1], int(sys.argv[2]), sys.argv[3])
