@@ -6,8 +6,9 @@ before the gateway could refuse it. So the gateway reads both itself, at this on
 
     bounded_stdio      spawns the child as stdio_client does (own session, minimal environment, stderr to the
                        log) and stops it as stdio_client does (close stdin, wait, SIGTERM then SIGKILL the group),
-                       but reads each line with a cap: past it, the rest of the line is skipped, not kept; a
-                       message goes out on stdin from the sender's own task (``_StdinWriter``)
+                       but reads each line with a cap: past it, the rest of the line is skipped, not kept; lines
+                       are read in the receiving task (``_StdoutReader``) and written in the sending one
+                       (``_StdinWriter``), with no task or memory stream of its own between the SDK and the pipes
     CappedTransport    an httpx2 transport that reads each JSON body with a cap (SSE events are capped by the SDK's
                        own ``max_sse_event_size``, which answers an oversized event as a lost connection)
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TextIO
@@ -29,7 +31,6 @@ from typing import Any, TextIO
 import anyio
 import httpx2
 from anyio.abc import Process
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -93,64 +94,104 @@ async def bounded_stdio(
         cwd=params.cwd,
         start_new_session=True,
     )
-    incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     waiting: dict[RequestId, None] = {}  # requests sent and not yet answered, oldest first
+    read_stream = _StdoutReader(process, max_bytes, waiting)
+    write_stream = _StdinWriter(process, waiting, read_stream)
+    try:
+        yield read_stream, write_stream
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _stop(process)
+        for stream in (read_stream, write_stream):
+            await stream.aclose()
 
-    async def deliver(line: bytes | None, prefix: bytes) -> None:
+
+class _StdoutReader:
+    """The session's read stream: the child's stdout read in the receiver's own task (the SDK's reader), each line
+    with the cap, so no task and no memory stream stand between a line and the request it answers. A line past the
+    cap answers the request it names (or the only one waiting) with ``too_large``, and a notification past it is
+    skipped; one that can be told neither ends the stream."""
+
+    def __init__(self, process: Process, max_bytes: int, waiting: dict[RequestId, None]) -> None:
+        assert process.stdout is not None
+        self._stdout = process.stdout
+        self._max_bytes = max_bytes
+        self._waiting = waiting
+        self._ready: deque[SessionMessage | Exception] = deque()
+        self._line, self._skipping, self._prefix = bytearray(), False, b""
+        self._ended = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        while not self._ready:
+            if self._ended:
+                raise anyio.EndOfStream
+            try:
+                chunk = await self._stdout.receive(CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                self._ended = True  # the child closed its stdout or is gone: the session sees the stream end
+                continue
+            try:
+                self._feed(chunk)
+            except _Overflow:
+                log.warning("backend answer exceeds backend.max_result_bytes and names no waiting request; dropped")
+                self._ended = True
+        return self._ready.popleft()
+
+    def _feed(self, chunk: bytes) -> None:
+        while chunk:
+            end = chunk.find(b"\n")
+            part, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1 :])
+            if not self._skipping:
+                self._line += part
+                if len(self._line) > self._max_bytes:
+                    self._skipping, self._prefix = True, bytes(self._line[:PREFIX])
+                    self._line = bytearray()
+            if end >= 0:
+                self._deliver(None if self._skipping else bytes(self._line), self._prefix)
+                self._line, self._skipping, self._prefix = bytearray(), False, b""
+
+    def _deliver(self, line: bytes | None, prefix: bytes) -> None:
         if line is None:
             if names_a_method(prefix):
                 log.warning("backend sent a message past backend.max_result_bytes that answers nothing; skipped")
                 return
-            request_id = answered_id(prefix, waiting)
+            request_id = answered_id(prefix, self._waiting)
             if request_id is None:
                 raise _Overflow
             log.warning("backend answer exceeds backend.max_result_bytes; cut off while reading")
-            waiting.pop(request_id, None)
-            await incoming.send(SessionMessage(too_large(request_id)))
+            self._waiting.pop(request_id, None)
+            self._ready.append(SessionMessage(too_large(request_id)))
             return
         try:
             message = jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError as exc:
-            await incoming.send(exc)
+            self._ready.append(exc)
             return
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
-            waiting.pop(message.id, None)
-        await incoming.send(SessionMessage(message))
+            self._waiting.pop(message.id, None)
+        self._ready.append(SessionMessage(message))
 
-    async def read() -> None:
-        assert process.stdout is not None
-        async with incoming:
-            line, skipping, prefix = bytearray(), False, b""
-            try:
-                while True:
-                    chunk = await process.stdout.receive(CHUNK)
-                    while chunk:
-                        end = chunk.find(b"\n")
-                        part, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1 :])
-                        if not skipping:
-                            line += part
-                            if len(line) > max_bytes:
-                                skipping, prefix = True, bytes(line[:PREFIX])
-                                line = bytearray()
-                        if end >= 0:
-                            await deliver(None if skipping else bytes(line), prefix)
-                            line, skipping, prefix = bytearray(), False, b""
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                return  # the child closed its stdout or is gone: the session sees the stream end
-            except _Overflow:
-                log.warning("backend answer exceeds backend.max_result_bytes and names no waiting request; dropped")
+    def end(self) -> None:
+        """No more messages after those already read (the child stopped reading its stdin)."""
+        self._ended = True
 
-    write_stream = _StdinWriter(process, waiting, incoming)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(read)
+    async def aclose(self) -> None:
+        self._ended = True
+
+    def __aiter__(self) -> _StdoutReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
         try:
-            yield read_stream, write_stream
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(process)
-            for stream in (read_stream, write_stream, incoming):
-                await stream.aclose()
-            tasks.cancel_scope.cancel()
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _StdoutReader:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 class _StdinWriter:
@@ -158,10 +199,10 @@ class _StdinWriter:
     task (a memory stream and a writing task would cost every call two hand-offs on the event loop). A line is
     written whole before the first await, so concurrent senders never interleave within one."""
 
-    def __init__(self, process: Process, waiting: dict[RequestId, None], incoming: MemoryObjectSendStream[Any]) -> None:
+    def __init__(self, process: Process, waiting: dict[RequestId, None], reader: _StdoutReader) -> None:
         self._process = process
         self._waiting = waiting
-        self._incoming = incoming
+        self._reader = reader
         self._closed = False
 
     async def send(self, session_message: SessionMessage) -> None:
@@ -175,9 +216,10 @@ class _StdinWriter:
         try:
             await self._process.stdin.send((text + "\n").encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            # The child stopped reading: end the session rather than hang a request.
+            # The child stopped reading: the session ends (this request reads as lost, and the client drops the
+            # connection, which stops the child) rather than hang a request.
             self._closed = True
-            await self._incoming.aclose()
+            self._reader.end()
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:
