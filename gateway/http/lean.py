@@ -4,20 +4,25 @@ The SDK (mcp 2.3, mcp/server/_streamable_http_modern.py) answers each 2026-07-28
 a dispatch context, a session, a handler kernel and its middleware chain, and, in the mode the gateway runs (a
 handler may stream), a task group with a second task and a memory stream, before the gateway's handler starts. A
 call of a tool whose kind only reads (gateway.tools.kinds.kind.Reads: read, preview, statement_query,
-statement_preview) never streams, never asks the client, never uses the session and never seals a requestState, so
-``LeanCalls`` answers it itself: the same checks in the SDK's order, through the SDK's own functions, the same
-handler (the one registered for ``tools/call``), the same result shaping (the kernel's ``_serialize``) and the same
-bytes, status and headers on the wire (``_write``). tests/system/test_lean_path.py sends each of a corpus of
-requests to a gateway with and without this path and compares the answers byte for byte.
+statement_preview, a relayed pass-through read) never streams, never asks the client, never uses the session and
+never seals a requestState, so ``LeanCalls`` answers it itself: the same checks in the SDK's order, through the
+SDK's own functions, the same handler (the one registered for ``tools/call``), the same result shaping (the
+kernel's ``_serialize``) and the same bytes, status and headers on the wire (``_write``). So does a call whose
+answer is "unknown tool" for its caller (no such tool, or one hidden from them): a hidden tool must not be told
+from an unknown one by the path, and so the time, its answer takes (gateway.http.app.answered_lean decides).
+tests/system/test_lean_path.py sends each of a corpus of requests to a gateway with and without this path and
+compares the answers byte for byte.
 
 Anything else goes to the SDK as it came, body included, and the SDK answers it, errors too: every other method and
-era, a tool of another kind or one the gateway does not know, a call carrying ``requestState``, ``inputResponses``
-or a task, a request any check would refuse, a body past ``[limits] max_body_bytes``, and every request while
-tracing is on (the SDK's middleware makes the server span). Three private parts of mcp 2.3 are used (pinned in
-pyproject.toml): ``_mcp_param_rejection``, ``_write`` and the kernel's ``_serialize``.
+era, a write tool the caller sees, a call carrying ``requestState``, ``inputResponses`` or a task, a request any
+check would refuse, a body past ``[limits] max_body_bytes``, and every request while tracing is on (the SDK's
+middleware makes the server span). Private parts of mcp 2.3 used here (pinned in pyproject.toml; the comparison
+test fails when one changes what it answers): ``_mcp_param_rejection``, ``_write``, ``_sse_event``,
+``_SSE_HEADERS`` and ``_SSE_PING_INTERVAL`` of the modern HTTP entry, and the kernel's ``_serialize``.
 
 A read that takes longer than the SDK's deferral window (15 s) gets what the SDK gives it: the answer switches to
-an event stream with keep-alive pings, then carries the result as its one event.
+an event stream with keep-alive pings, then carries the result as its one event. Unlike the SDK's, this path does
+not cancel a read whose client went away: the read finishes and its answer is dropped.
 """
 
 from __future__ import annotations
