@@ -1,8 +1,8 @@
 """The HTTP face: streamable HTTP at /mcp (stateful; an SSE stream for the calls that may ask a 2025 client, one JSON
-body for everything else: gateway/http/answer_modes.py), health probes, and,
-with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
-``WWW-Authenticate``). Every route, including any added here later, sits behind gateway/http/edge.py's checks:
-they wrap the whole app, not a route."""
+body for everything else: gateway/http/answer_modes.py; a 2026-07-28 call of a reading tool answered on the lean
+path, gateway/http/lean.py, behind the token checks), health probes, and, with a verifier configured, OAuth 2.1
+resource-server behaviour (RFC 9728 metadata, 401/403 with ``WWW-Authenticate``). Every route, including any added
+here later, sits behind gateway/http/edge.py's checks: they wrap the whole app, not a route."""
 
 from __future__ import annotations
 
