@@ -188,6 +188,7 @@ class _SlowAnswer:
         self.send = send
         self.opened = False
         self._started = False
+        self._pinged = False
         self._pinging: asyncio.Task[None] | None = None
 
     def open(self) -> None:
@@ -198,8 +199,12 @@ class _SlowAnswer:
     async def _ping(self) -> None:
         await self._start()
         while True:
-            await self.send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+            await self._send_ping()
             await asyncio.sleep(modern._SSE_PING_INTERVAL)
+
+    async def _send_ping(self) -> None:
+        await self.send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+        self._pinged = True
 
     async def _start(self) -> None:
         await self.send({"type": "http.response.start", "status": 200, "headers": modern._SSE_HEADERS})
@@ -212,9 +217,12 @@ class _SlowAnswer:
             await asyncio.wait({self._pinging})  # its cancellation is its own; ours, if any, goes on up
 
     async def finish(self, last: bytes) -> None:
-        """Send the answer as the stream's last event (its headers first, if the pinging task never ran)."""
+        """Send the answer as the stream's last event (its headers and first ping before it, if the pinging task
+        was stopped before it sent them)."""
         if not self._started:
             await self._start()
+        if not self._pinged:  # the SDK's stream always opens with one
+            await self._send_ping()
         await self.send({"type": "http.response.body", "body": last, "more_body": False})
 
 
