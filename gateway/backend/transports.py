@@ -171,11 +171,8 @@ class _StdoutReader:
             self._waiting.pop(message.id, None)
         self._ready.append(SessionMessage(message))
 
-    def end(self) -> None:
-        """No more messages after those already read (the child stopped reading its stdin)."""
-        self._ended = True
-
     async def aclose(self) -> None:
+        """No more messages after those already read (the session is over, or the child stopped reading)."""
         self._ended = True
 
     def __aiter__(self) -> _StdoutReader:
@@ -219,7 +216,7 @@ class _StdinWriter:
             # The child stopped reading: the session ends (this request reads as lost, and the client drops the
             # connection, which stops the child) rather than hang a request.
             self._closed = True
-            self._reader.end()
+            await self._reader.aclose()
             raise anyio.BrokenResourceError from exc
 
     async def aclose(self) -> None:

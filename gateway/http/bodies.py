@@ -51,20 +51,22 @@ class BodyCap:
         if headers.get("content-type", "").lower().startswith("multipart/"):
             await _refuse(415, "This route takes no multipart body.", scope, receive, send)
             return
-        await self.app(scope, _replay(bytes(body), receive), send)
+        await self.app(scope, replayed(bytes(body), receive), send)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replayed(body: bytes, receive: Receive, *, complete: bool = True) -> Receive:
+    """``receive`` with a body already read given back first, as one message (``complete``: all of it, else the
+    rest follows from ``receive``), then whatever ``receive`` gives."""
     sent = False
 
-    async def replayed() -> Message:
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # after the body: the disconnect, when it comes
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()  # after the body: the rest of it, or the disconnect, when it comes
 
-    return replayed
+    return replay
 
 
 async def _refuse(status: int, message: str, scope: Scope, receive: Receive, send: Send) -> None:

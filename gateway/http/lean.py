@@ -42,8 +42,9 @@ from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, fin
 from mcp_types import methods
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.http.bodies import replayed
 from gateway.observability import tracing
 
 VERSION_HEADER = b"mcp-protocol-version"
@@ -82,9 +83,9 @@ class LeanCalls:
             await self.sdk(scope, receive, send)
             return
         body, complete = await self._body(receive)
-        replayed = _replay(body, complete, receive)
-        if not complete or not await self._answer(scope, body, replayed, send):
-            await self.sdk(scope, replayed, send)
+        again = replayed(body, receive, complete=complete)
+        if not complete or not await self._answer(scope, body, again, send):
+            await self.sdk(scope, again, send)
 
     async def _body(self, receive: Receive) -> tuple[bytes, bool]:
         """The body, read up to the cap: (what was read, whether that is all of it within the cap)."""
@@ -186,15 +187,18 @@ class _SlowAnswer:
 
     def __init__(self, send: Send) -> None:
         self.send = send
-        self.opened = False
         self._started = False
         self._pinged = False
         self._pinging: asyncio.Task[None] | None = None
 
     def open(self) -> None:
         """The window ended with the handler still running: start the stream (a task of its own)."""
-        self.opened = True
         self._pinging = asyncio.get_running_loop().create_task(self._ping())
+
+    @property
+    def opened(self) -> bool:
+        """Whether the answer goes out on the event stream (the window ended before the handler did)."""
+        return self._pinging is not None
 
     async def _ping(self) -> None:
         await self._start()
@@ -234,17 +238,3 @@ class _NoSession:
 
 
 _NO_SESSION = _NoSession()
-
-
-def _replay(body: bytes, complete: bool, receive: Receive) -> Receive:
-    """``receive`` with the body already read given back first (as one message), then the rest as it comes."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": not complete}
-        return await receive()
-
-    return replayed
