@@ -217,16 +217,21 @@ async def test_a_hidden_tool_takes_the_path_an_unknown_one_takes(tmp_path: Path)
     """A caller without the write scope: the write tool is hidden from it, so its call answers as an unknown
     tool's, on the same path (a path of its own would tell the two apart by their timing)."""
     reader: dict[str, str | None] = {"authorization": "Bearer lean-reader"}
-    hidden = Case(
-        "a hidden write tool",
-        lean=True,
-        tool=TENANTS.write_tool,
-        headers=reader,
-        arguments={"planId": "p", "idempotencyKey": "k" * 16},
-    )
     unknown = Case("a tool no one has", lean=True, tool="no_such_tool", headers=reader)
     visible = Case("a reading tool", lean=True, headers=reader)
     async with lean_gateway(tmp_path, auth=True) as (url, lean, sdk_answers), httpx.AsyncClient(timeout=30) as http:
+        headers, body = Case(
+            "a preview", lean=True, tool=TENANTS.preview_tool, arguments=PREVIEW, headers=reader
+        ).request()
+        plan = json.loads((await http.post(url, headers=headers, content=body)).text)["result"]["structuredContent"]
+        writes = TENANTS.write_count(tmp_path / "backend.db")
+        hidden = Case(
+            "a hidden write tool, with a real plan",
+            lean=True,
+            tool=TENANTS.write_tool,
+            headers=reader,
+            arguments={"planId": plan["planId"], "idempotencyKey": "k" * 16},
+        )
         for case in (hidden, unknown, visible):
             headers, body = case.request()
             before = sdk_answers()
@@ -239,6 +244,7 @@ async def test_a_hidden_tool_takes_the_path_an_unknown_one_takes(tmp_path: Path)
                 lean.lean = predicate
             assert seen(on) == seen(off), case.label
     assert json.loads(on.text)["result"]["structuredContent"]["tenants"]
+    assert TENANTS.write_count(tmp_path / "backend.db") == writes  # the hidden write reached no backend
 
 
 def lean_config(tmp_path: Path, *, auth: bool, port: int) -> GatewayConfig:
