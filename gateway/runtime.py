@@ -255,9 +255,9 @@ async def open_gateway(
                     observe=metrics.backend_observer(name),
                     opener=(openers or {}).get(name),
                     max_depth=config.limits.max_depth,
+                    on_reachable=metrics.connection_observer(name),
                 )
                 backends[name] = await stack.enter_async_context(client)
-                metrics.track_connection(name, _connected(client))
             feed = await stack.enter_async_context(sinks.open_feed(config.audit_stream, metrics.audit_stream))
             background = await stack.enter_async_context(anyio.create_task_group())
             background.start_soon(notifier.run)
@@ -276,7 +276,3 @@ async def open_gateway(
                 background.cancel_scope.cancel()
     finally:
         await store.close()
-
-
-def _connected(client: McpBackend) -> Callable[[], bool]:
-    return lambda: client.reachable

@@ -69,6 +69,7 @@ class McpBackend:
         observe: Callable[[str, str, float], None] | None = None,
         opener: Opener | None = None,
         max_depth: int = 16,
+        on_reachable: Callable[[bool], None] | None = None,
     ) -> None:
         self.config = config
         self.max_depth = max_depth
@@ -82,8 +83,20 @@ class McpBackend:
         self._retry_at = 0.0
         self.connects = 0
         self.connect_attempts = 0
-        self.reachable = False
-        """Whether the last probe or call reached the backend."""
+        self._on_reachable = on_reachable or (lambda reachable: None)
+        self._reachable = False
+        self._on_reachable(False)
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the last probe or call reached the backend (``on_reachable`` hears each change)."""
+        return self._reachable
+
+    @reachable.setter
+    def reachable(self, reachable: bool) -> None:
+        if reachable is not self._reachable:
+            self._reachable = reachable
+            self._on_reachable(reachable)
 
     async def __aenter__(self) -> McpBackend:
         self._tasks = anyio.create_task_group()

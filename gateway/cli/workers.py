@@ -6,6 +6,11 @@ them. A worker that dies is replaced (at most once a second, so a worker that ca
 SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
 write in flight settles) and closes its store, and the supervisor returns once all have exited.
 
+Metrics are one view: the supervisor makes a private directory (mode 0700, under ``$TMPDIR``) where every worker
+keeps its values (gateway/observability/metrics.py), so a scrape of the shared port, whichever worker takes it,
+reports all of them. A worker that dies has its live gauges removed from that view, its counters kept; the
+directory is removed when the supervisor returns.
+
 Only a store several processes can share may have more than one worker: Redis and PostgreSQL. ``memory`` is one
 process's own, and SQLite is held by one ``serve`` at a time (gateway/stores/serving.py).
 """
@@ -15,9 +20,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
+
+from prometheus_client.multiprocess import mark_process_dead
+
+from gateway.observability.metrics import share_between_workers
 
 log = logging.getLogger("gateway")
 
@@ -41,6 +52,14 @@ def workers_refusal(store: str, workers: int) -> str | None:
 def supervise(workers: int, run_worker: Callable[[], int]) -> int:
     """Fork ``workers`` processes that each call ``run_worker``, replace any that dies, and stop them all on
     SIGTERM or SIGINT. Returns 0 once every worker has exited after a stop."""
+    shared = tempfile.mkdtemp(prefix="mcp-safety-gateway-metrics-")
+    try:
+        return _supervise(workers, run_worker, shared)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
     alive: dict[int, int] = {}
     stopping = False
 
@@ -51,6 +70,7 @@ def supervise(workers: int, run_worker: Callable[[], int]) -> int:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             code = 1
             try:
+                share_between_workers(shared)
                 code = run_worker()
             finally:
                 os._exit(code)
@@ -78,6 +98,7 @@ def supervise(workers: int, run_worker: Callable[[], int]) -> int:
         slot = alive.pop(pid, -1)
         if slot < 0:
             continue
+        mark_process_dead(pid, shared)  # type: ignore[no-untyped-call]
         if stopping:
             log.info("worker %d (pid %d) stopped", slot, pid)
             continue

@@ -1,5 +1,11 @@
 """Prometheus metrics, one registry per gateway (so several gateways in one process never share counters).
 
+Under ``serve --workers N`` each worker calls ``share_between_workers(directory)`` before its gateway exists: its
+values then live in memory-mapped files in the supervisor's directory (prometheus_client's multiprocess mode), and
+a scrape of any worker reads every worker's files. Counters and histograms are summed over the workers, a dead
+worker's included (so totals never step back); ``gateway_backend_connected`` is the lowest over the live workers
+(1 only while every worker's connection answers) and ``gateway_approvals_pending`` the latest any worker read.
+
 gateway_tool_calls_total{tool, outcome}        outcome: ok, applied, replayed, input_required, task, or an error
                                                 code (a task's resumed call counted again with its own outcome)
 gateway_tool_call_seconds{tool}                 time in the gateway, backend calls included
@@ -22,9 +28,14 @@ gateway_audit_stream_total{sink, result}        audit entries streamed out: sent
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector
+
+SHARED = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's own variable naming the directory of a multiprocess setup."""
 
 FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -34,6 +45,10 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._scraped = self.registry
+        if getattr(values.ValueClass, "_multiprocess", False):  # see share_between_workers
+            self._scraped = CollectorRegistry()
+            MultiProcessCollector(self._scraped, os.environ[SHARED])  # type: ignore[no-untyped-call]
         self.calls = Counter(
             "gateway_tool_calls", "Tool calls by outcome.", ["tool", "outcome"], registry=self.registry
         )
@@ -52,6 +67,7 @@ class Metrics:
             "Whether the backend answered its last probe (a ping) or call.",
             ["backend"],
             registry=self.registry,
+            multiprocess_mode="livemin",
         )
         self.answers = Counter(
             "gateway_elicitation_answers", "Answers to confirmation prompts.", ["answer"], registry=self.registry
@@ -86,7 +102,10 @@ class Metrics:
             registry=self.registry,
         )
         self.approvals_pending = Gauge(
-            "gateway_approvals_pending", "Approvals waiting for people.", registry=self.registry
+            "gateway_approvals_pending",
+            "Approvals waiting for people.",
+            registry=self.registry,
+            multiprocess_mode="livemostrecent",
         )
         self.decision_seconds = Histogram(
             "gateway_approval_decision_seconds",
@@ -113,10 +132,18 @@ class Metrics:
 
         return observe
 
-    def track_connection(self, backend: str, connected: Callable[[], bool]) -> None:
-        """Report a backend's connection state, read at each scrape."""
-        self.backend_connected.labels(backend).set_function(lambda: 1.0 if connected() else 0.0)
+    def connection_observer(self, backend: str) -> Callable[[bool], None]:
+        """What one backend's client reports each change of its reachability to."""
+        gauge = self.backend_connected.labels(backend)
+        return lambda reachable: gauge.set(1.0 if reachable else 0.0)
 
     def exposition(self) -> bytes:
-        """The text format Prometheus scrapes."""
-        return generate_latest(self.registry)
+        """The text format Prometheus scrapes: this gateway's, or every worker's under ``--workers``."""
+        return generate_latest(self._scraped)
+
+
+def share_between_workers(directory: str) -> None:
+    """Keep every metric this process creates from now on in ``directory``, beside the other workers' (call it in
+    a worker after the fork, before its gateway is opened; the supervisor owns and removes the directory)."""
+    os.environ[SHARED] = directory
+    values.ValueClass = values.MultiProcessValue()  # type: ignore[no-untyped-call]  # what import picks with SHARED

@@ -1,8 +1,9 @@
 """``serve --workers N``: N real gateway processes behind one port under a supervisor, on a real Redis.
 
-Many calls over one port are answered, a killed worker is replaced, SIGTERM lets a confirmed write in flight settle
-and ends every worker and the supervisor with status 0, and stores one process owns (SQLite, memory) refuse a
-second worker with a sentence saying why.
+Many calls over one port are answered, a killed worker is replaced, every scrape of /metrics reports all workers'
+calls (a dead worker's included), SIGTERM lets a confirmed write in flight settle and ends every worker and the
+supervisor with status 0, and stores one process owns (SQLite, memory) refuse a second worker with a sentence
+saying why.
 The replica tests run against ``--workers 2`` too (tests/system/test_replicas.py).
 """
 
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 
@@ -54,6 +56,20 @@ async def reads(port: int, callers: int, each: int) -> int:
     return answered
 
 
+async def scraped(port: int, times: int = 6) -> list[tuple[float, str]]:
+    """``times`` scrapes of /metrics, each on a fresh connection (so the kernel may hand each to either worker):
+    the total of ok list calls each reports, and its backend_connected lines."""
+    calls = f'gateway_tool_calls_total{{outcome="ok",tool="{PROFILE.list_tool}"}} '
+    found: list[tuple[float, str]] = []
+    for _ in range(times):
+        async with httpx2.AsyncClient() as http:
+            text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+        total = sum(float(line.removeprefix(calls)) for line in text.splitlines() if line.startswith(calls))
+        connected = [line for line in text.splitlines() if line.startswith("gateway_backend_connected{")]
+        found.append((total, "\n".join(connected)))
+    return found
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "backend.db"
@@ -70,11 +86,19 @@ async def test_two_workers_on_redis_answer_many_calls_a_killed_one_is_replaced_a
         await until(lambda: len(workers_of(supervisor)) == 2)
         first = workers_of(supervisor)
         assert await reads(supervisor.port, callers=8, each=10) == 80
+        connected = 'gateway_backend_connected{backend="default"} 1.0'
+        assert await scraped(supervisor.port) == [(80, connected)] * 6
 
         doomed = min(first)
         os.kill(doomed, signal.SIGKILL)
         await until(lambda: doomed not in workers_of(supervisor) and len(workers_of(supervisor)) == 2, 30)
         assert await reads(supervisor.port, callers=4, each=5) == 20
+        with anyio.fail_after(30):  # 0 from the new worker's start until its backend answers (the live workers' least)
+            found = await scraped(supervisor.port)
+            while [line for _, line in found] != [connected] * 6:
+                await anyio.sleep(0.2)
+                found = await scraped(supervisor.port)
+        assert found == [(100, connected)] * 6  # the killed worker's 80 still counted
 
         now = workers_of(supervisor)
         supervisor.process.send_signal(signal.SIGTERM)
