@@ -11,7 +11,10 @@ over the connection (bounded by PROBE_SECONDS) and drops it when no pong comes; 
 flag, which readiness and the ``gateway_backend_connected`` gauge report.
 
 How a connection is opened is the one thing that differs between transports: ``McpBackend`` takes an opener,
-``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport.
+``opener_for(config)`` builds the stdio or HTTP one, and tests pass one over the SDK's in-memory transport. A stdio
+connection comes with a lane (gateway.backend.lane) that sends tool calls past the SDK's dispatcher; every other
+request (the handshake, listings, pings), every call over HTTP or in memory, and every call while tracing is on
+goes through the SDK's client.
 Both wire transports (gateway.backend.transports) stop reading an answer at ``backend.max_result_bytes``, and an
 answer's JSON is decoded within ``[limits] max_depth`` (gateway.records.Reply): past either, the answer reads as
 malformed, which for a write means "sent and answered, re-read it". An answer is not checked against the backend's
@@ -29,6 +32,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -41,10 +45,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from gateway.backend import BackendUnavailable, OutcomeLost
-from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, bounded_stdio
+from gateway.backend.lane import StdioLane
+from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, StdinWriter, StdoutReader, bounded_stdio
 from gateway.config import BackendSection
 from gateway.config.environ import current
-from gateway.observability.tracing import inject_traceparent, span
+from gateway.observability.tracing import inject_traceparent, recording, span
 from gateway.records import Reply
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,16 @@ PROBE_SECONDS = 3.0
 MAX_TOOL_PAGES = 100
 """A backend whose tools/list pages go on past this is not read further."""
 
-Opener = Callable[[], AbstractAsyncContextManager[Client]]
+
+@dataclass(frozen=True)
+class Connected:
+    """An open connection with a lane for its tool calls (a stdio child's)."""
+
+    client: Client
+    lane: StdioLane
+
+
+Opener = Callable[[], AbstractAsyncContextManager[Client | Connected]]
 """Opens one client connection to the backend; entered in a task of its own and held until dropped."""
 
 
@@ -76,6 +90,7 @@ class McpBackend:
         self._open = opener or opener_for(config)
         self._observe = observe or (lambda action, result, seconds: None)
         self._client: Client | None = None
+        self._lane: StdioLane | None = None
         self._dropped = anyio.Event()
         self._connect_lock = anyio.Lock()
         self._tasks: TaskGroup | None = None
@@ -135,12 +150,16 @@ class McpBackend:
         except BackendUnavailable:
             self._observe(label, "unavailable", time.perf_counter() - started)
             raise
+        lane, timeout = self._lane, read_timeout or self.config.call_timeout_seconds
         try:
-            result = await client.session.send_request(  # not SDK-checked against its outputSchema: see above
-                types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
-                types.CallToolResult,
-                request_read_timeout_seconds=read_timeout or self.config.call_timeout_seconds,
-            )
+            if lane is not None and not recording():
+                result = await lane.call_tool(tool, arguments, timeout, client.session.protocol_version or "")
+            else:
+                result = await client.session.send_request(  # not SDK-checked against its outputSchema: see above
+                    types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
+                    types.CallToolResult,
+                    request_read_timeout_seconds=timeout,
+                )
         except MCPError as exc:
             if exc.error.code != RESULT_TOO_LARGE:
                 self._lost(label, client, started, exc)
@@ -217,7 +236,7 @@ class McpBackend:
 
     def _drop(self) -> None:
         self.reachable = False
-        self._client = None
+        self._client, self._lane = None, None
         self._dropped.set()
 
     async def _connection(self) -> Client:
@@ -252,8 +271,11 @@ class McpBackend:
         started = False
         self._dropped = dropped = anyio.Event()
         try:
-            async with self._open() as client:
-                self._client = client
+            async with self._open() as opened:
+                if isinstance(opened, Connected):
+                    self._client, self._lane = opened.client, opened.lane
+                else:
+                    self._client, self._lane = opened, None
                 self.connects += 1
                 started = True
                 task_status.started()
@@ -264,7 +286,7 @@ class McpBackend:
             log.info("backend connection closed: %s", _describe(exc))
         finally:
             if self._dropped is dropped:
-                self._client = None
+                self._client, self._lane = None, None
 
 
 async def all_tools(client: Client) -> list[types.Tool]:
@@ -283,14 +305,14 @@ async def all_tools(client: Client) -> list[types.Tool]:
 def opener_for(config: BackendSection) -> Opener:
     """How to open a connection to the configured backend: a stdio child, or streamable HTTP."""
 
-    def open_stdio() -> AbstractAsyncContextManager[Client]:
+    def open_stdio() -> AbstractAsyncContextManager[Connected]:
         assert config.command is not None
         if config.cwd is not None:  # the built-in config's is the state directory, which may not exist yet
             Path(config.cwd).mkdir(parents=True, exist_ok=True)
         params = StdioServerParameters(
             command=resolve_command(config.command), args=list(config.args), env=_child_env(config.env), cwd=config.cwd
         )
-        return _client_over(bounded_stdio(params, config.max_result_bytes, sys.stderr), None)
+        return _stdio_connection(params, config.max_result_bytes)
 
     def open_http() -> AbstractAsyncContextManager[Client]:
         assert config.url is not None
@@ -306,6 +328,20 @@ def opener_for(config: BackendSection) -> Opener:
         return _client_over(transport, http)
 
     return open_http if config.transport == "http" else open_stdio
+
+
+@asynccontextmanager
+async def _stdio_connection(params: StdioServerParameters, max_bytes: int) -> AsyncIterator[Connected]:
+    async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
+        assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
+        async with Client(_opened(reader, writer), mode="legacy") as client:
+            yield Connected(client, StdioLane(reader, writer))
+
+
+@asynccontextmanager
+async def _opened(reader: StdoutReader, writer: StdinWriter) -> AsyncIterator[tuple[StdoutReader, StdinWriter]]:
+    """Streams already open, as the SDK's client takes a transport (they are closed by whoever opened them)."""
+    yield reader, writer
 
 
 @asynccontextmanager

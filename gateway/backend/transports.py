@@ -7,8 +7,10 @@ before the gateway could refuse it. So the gateway reads both itself, at this on
     bounded_stdio      spawns the child as stdio_client does (own session, minimal environment, stderr to the
                        log) and stops it as stdio_client does (close stdin, wait, SIGTERM then SIGKILL the group),
                        but reads each line with a cap: past it, the rest of the line is skipped, not kept; lines
-                       are read in the receiving task (``_StdoutReader``) and written in the sending one
-                       (``_StdinWriter``), with no task or memory stream of its own between the SDK and the pipes
+                       are read in the receiving task (``StdoutReader``) and written in the sending one
+                       (``StdinWriter``), with no task or memory stream of its own between the SDK and the pipes;
+                       an answer to a request sent past the SDK (gateway/backend/lane.py) resolves that
+                       request's future in the reader, and never reaches the SDK
     CappedTransport    an httpx2 transport that reads each JSON body with a cap (SSE events are capped by the SDK's
                        own ``max_sse_event_size``, which answers an oversized event as a lost connection)
 
@@ -20,6 +22,7 @@ reply: a write was then still sent and answered, so it is re-read like any other
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -34,6 +37,7 @@ from anyio.abc import Process
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     ErrorData,
@@ -95,8 +99,8 @@ async def bounded_stdio(
         start_new_session=True,
     )
     waiting: dict[RequestId, None] = {}  # requests sent and not yet answered, oldest first
-    read_stream = _StdoutReader(process, max_bytes, waiting)
-    write_stream = _StdinWriter(process, waiting, read_stream)
+    read_stream = StdoutReader(process, max_bytes, waiting)
+    write_stream = StdinWriter(process, waiting, read_stream)
     try:
         yield read_stream, write_stream
     finally:
@@ -106,7 +110,7 @@ async def bounded_stdio(
             await stream.aclose()
 
 
-class _StdoutReader:
+class StdoutReader:
     """The session's read stream: the child's stdout read in the receiver's own task (the SDK's reader), each line
     with the cap, so no task and no memory stream stand between a line and the request it answers. A line past the
     cap answers the request it names (or the only one waiting) with ``too_large``, and a notification past it is
@@ -120,6 +124,19 @@ class _StdoutReader:
         self._ready: deque[SessionMessage | Exception] = deque()
         self._line, self._skipping, self._prefix = bytearray(), False, b""
         self._ended = False
+        self._lanes: dict[RequestId, asyncio.Future[JSONRPCResponse | JSONRPCError]] = {}
+
+    def expect(self, request_id: RequestId, answer: asyncio.Future[JSONRPCResponse | JSONRPCError]) -> None:
+        """Resolve ``answer`` with the answer to ``request_id`` (a request the SDK did not send) when it is read;
+        fail it when the stream ends first. BrokenResourceError when it has ended already."""
+        if self._ended:
+            raise anyio.BrokenResourceError
+        self._lanes[request_id] = answer
+
+    def forget(self, request_id: RequestId) -> None:
+        """Stop waiting for ``request_id`` (answered, timed out or abandoned): a late answer is dropped."""
+        self._lanes.pop(request_id, None)
+        self._waiting.pop(request_id, None)
 
     async def receive(self) -> SessionMessage | Exception:
         while not self._ready:
@@ -128,14 +145,22 @@ class _StdoutReader:
             try:
                 chunk = await self._stdout.receive(CHUNK)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                self._ended = True  # the child closed its stdout or is gone: the session sees the stream end
+                self._end()  # the child closed its stdout or is gone: the session sees the stream end
                 continue
             try:
                 self._feed(chunk)
             except _Overflow:
                 log.warning("backend answer exceeds backend.max_result_bytes and names no waiting request; dropped")
-                self._ended = True
+                self._end()
         return self._ready.popleft()
+
+    def _end(self) -> None:
+        """No more lines: every request sent past the SDK and not yet answered fails, as the SDK's own do."""
+        self._ended = True
+        lanes, self._lanes = self._lanes, {}
+        for answer in lanes.values():
+            if not answer.done():
+                answer.set_exception(anyio.BrokenResourceError())
 
     def _feed(self, chunk: bytes) -> None:
         while chunk:
@@ -160,7 +185,7 @@ class _StdoutReader:
                 raise _Overflow
             log.warning("backend answer exceeds backend.max_result_bytes; cut off while reading")
             self._waiting.pop(request_id, None)
-            self._ready.append(SessionMessage(too_large(request_id)))
+            self._answer(too_large(request_id))
             return
         try:
             message = jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -169,13 +194,23 @@ class _StdoutReader:
             return
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self._waiting.pop(message.id, None)
+            self._answer(message)
+            return
         self._ready.append(SessionMessage(message))
+
+    def _answer(self, message: JSONRPCResponse | JSONRPCError) -> None:
+        """To the request sent past the SDK that it answers, or else to the SDK."""
+        answer = self._lanes.pop(coerce_request_id(message.id), None) if message.id is not None else None
+        if answer is None:
+            self._ready.append(SessionMessage(message))
+        elif not answer.done():
+            answer.set_result(message)
 
     async def aclose(self) -> None:
         """No more messages after those already read (the session is over, or the child stopped reading)."""
-        self._ended = True
+        self._end()
 
-    def __aiter__(self) -> _StdoutReader:
+    def __aiter__(self) -> StdoutReader:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
@@ -184,34 +219,39 @@ class _StdoutReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _StdoutReader:
+    async def __aenter__(self) -> StdoutReader:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
 
-class _StdinWriter:
+class StdinWriter:
     """The session's write stream: each message written to the child's stdin as one line, in the sender's own
     task (a memory stream and a writing task would cost every call two hand-offs on the event loop). A line is
     written whole before the first await, so concurrent senders never interleave within one."""
 
-    def __init__(self, process: Process, waiting: dict[RequestId, None], reader: _StdoutReader) -> None:
+    def __init__(self, process: Process, waiting: dict[RequestId, None], reader: StdoutReader) -> None:
         self._process = process
         self._waiting = waiting
         self._reader = reader
         self._closed = False
 
     async def send(self, session_message: SessionMessage) -> None:
+        message = session_message.message
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self.send_line((text + "\n").encode(), message.id if isinstance(message, JSONRPCRequest) else None)
+
+    async def send_line(self, line: bytes, request_id: RequestId | None) -> None:
+        """Write one message, already a JSON line; ``request_id`` when it is a request (so that an answer past
+        the cap can be told to answer it)."""
         if self._closed:
             raise anyio.ClosedResourceError
         assert self._process.stdin is not None
-        message = session_message.message
-        if isinstance(message, JSONRPCRequest):
-            self._waiting[message.id] = None
-        text = message.model_dump_json(by_alias=True, exclude_unset=True)
+        if request_id is not None:
+            self._waiting[request_id] = None
         try:
-            await self._process.stdin.send((text + "\n").encode())
+            await self._process.stdin.send(line)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             # The child stopped reading: the session ends (this request reads as lost, and the client drops the
             # connection, which stops the child) rather than hang a request.
@@ -222,7 +262,7 @@ class _StdinWriter:
     async def aclose(self) -> None:
         self._closed = True
 
-    async def __aenter__(self) -> _StdinWriter:
+    async def __aenter__(self) -> StdinWriter:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -2,7 +2,8 @@
 OTLP/HTTP to a receiver this test runs. A confirmed reset leaves a span with children for the store, the wait
 for the person and the backend call; the HTTP backend (run here, recording its request headers) gets the W3C
 ``traceparent`` of that trace; every log line of the call carries its ``trace_id``, and ``request_id`` differs
-per call."""
+per call. Over a stdio backend, the SDK client's span of each call sits under the gateway's backend span (tracing on
+takes the SDK's client, not the lane)."""
 
 from __future__ import annotations
 
@@ -145,3 +146,33 @@ async def test_a_confirmed_reset_is_one_trace_from_tool_call_to_backend(tmp_path
     assert len(applied) == 1 and applied[0]["trace_id"] == reset.trace_id
     assert all("trace_id" in line for line in calls)
     assert len({line["request_id"] for line in calls}) == len(calls) >= 3
+
+
+async def test_with_tracing_on_a_stdio_backends_calls_take_the_sdk_client_and_its_span(tmp_path: Path) -> None:
+    """Tool calls to a stdio child go past the SDK's dispatcher only while tracing is off (gateway/backend/lane.py):
+    with it on, the SDK's client sends them, so its span (which carries the trace to the backend in ``_meta``)
+    sits under the gateway's backend span."""
+    seen = Seen()
+    otlp_port, gateway_port = free_port(), free_port()
+    data = config_data(
+        TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, state_dir=tmp_path / "state", store="memory"
+    )
+    config = write_toml(data, tmp_path / "gateway.toml")
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{otlp_port}",
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }
+    async with serve_asgi(otlp_receiver(seen), otlp_port):
+        async with serve(config, gateway_port, env=env):
+            url = f"http://127.0.0.1:{gateway_port}/mcp"
+            async with Client(streamable_http_client(url), mode="legacy", elicitation_callback=Answers()) as client:
+                plan = await preview(client, TENANTS)
+                done = await client.call_tool(
+                    TENANTS.write_tool, {"planId": plan["planId"], "idempotencyKey": new_key()}
+                )
+        with anyio.fail_after(30):
+            await seen.applied.wait()
+    assert not done.is_error, done.content
+    sent = seen.named(f"MCP send tools/call {TENANTS.name}")
+    assert any("backend reseed" in seen.ancestors(span) for span in sent), [span.name for span in seen.spans]

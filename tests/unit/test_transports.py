@@ -17,8 +17,8 @@ from mcp_types import JSONRPCRequest, RequestId
 from gateway.backend.transports import (
     RESULT_TOO_LARGE,
     CappedTransport,
-    _StdinWriter,
-    _StdoutReader,
+    StdinWriter,
+    StdoutReader,
     answered_id,
     names_a_method,
 )
@@ -96,11 +96,11 @@ class _BrokenStdin:
         raise BrokenPipeError
 
 
-def _reader(chunks: list[bytes], waiting: dict[RequestId, None], max_bytes: int = 200) -> _StdoutReader:
-    return _StdoutReader(SimpleNamespace(stdout=_Pipe(chunks)), max_bytes, waiting)  # type: ignore[arg-type]
+def _reader(chunks: list[bytes], waiting: dict[RequestId, None], max_bytes: int = 200) -> StdoutReader:
+    return StdoutReader(SimpleNamespace(stdout=_Pipe(chunks)), max_bytes, waiting)  # type: ignore[arg-type]
 
 
-async def _read_all(reader: _StdoutReader) -> list[Any]:
+async def _read_all(reader: StdoutReader) -> list[Any]:
     return [item async for item in reader]
 
 
@@ -140,14 +140,14 @@ async def test_an_oversized_line_no_request_can_be_told_from_ends_the_stream_aft
     waiting: dict[RequestId, None] = {7: None, 8: None, 9: None}
     nameless = b'{"result":{"content":[{"text":"' + b"z" * 1000 + b'"}]}}\n'
     pipe = _Pipe([_answer(7) + nameless, _answer(8)])
-    items = await _read_all(_StdoutReader(SimpleNamespace(stdout=pipe), 200, waiting))  # type: ignore[arg-type]
+    items = await _read_all(StdoutReader(SimpleNamespace(stdout=pipe), 200, waiting))  # type: ignore[arg-type]
     assert [item.message.id for item in items] == [7]
     assert pipe.chunks == [_answer(8)]  # nothing more is read: the session ends
 
 
 async def test_a_child_that_stopped_reading_ends_the_session_and_the_send_fails() -> None:
     reader = _reader([], {})
-    writer = _StdinWriter(SimpleNamespace(stdin=_BrokenStdin()), {}, reader)  # type: ignore[arg-type]
+    writer = StdinWriter(SimpleNamespace(stdin=_BrokenStdin()), {}, reader)  # type: ignore[arg-type]
     request = JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call", params={"name": "x"})
     with pytest.raises(anyio.BrokenResourceError):
         await writer.send(SessionMessage(request))
