@@ -66,16 +66,22 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     port = sock.getsockname()[1]
     warn_of_links_elsewhere(config, port)
     if args.workers > 1:
-        return supervise(args.workers, lambda: _worker(config, sock, args.host, port, insecure))
+        sock.close()  # it said whether the port is free; the supervisor holds it with one the workers can share
+        held = bound_socket(args.host, port, shared=True)
+        return supervise(args.workers, lambda: _worker(config, held, args.host, port, insecure))
     anyio.run(serve_http, config, sock, args.host, port, insecure)
     return 0
 
 
-def _worker(config: GatewayConfig, sock: socket.socket, host: str, port: int, insecure: bool) -> int:
-    """One worker of ``serve --workers N``: the ordinary HTTP serve on the supervisor's socket."""
+def _worker(config: GatewayConfig, held: socket.socket, host: str, port: int, insecure: bool) -> int:
+    """One worker of ``serve --workers N``: the ordinary HTTP serve on a socket of its own on the supervisor's
+    port (which the supervisor's socket, never listening, holds while workers come and go)."""
     import anyio
 
-    anyio.run(serve_http, config, sock, host, port, insecure)
+    from gateway.http.sockets import bound_socket
+
+    held.close()
+    anyio.run(serve_http, config, bound_socket(host, port, shared=True), host, port, insecure)
     return 0
 
 

@@ -1,8 +1,10 @@
 """``serve --workers N``: N gateway processes answering on one port, under a supervisor that owns the socket.
 
-The supervisor binds the socket (gateway/http/sockets.py), then forks N workers before any event loop starts;
-each runs the ordinary HTTP ``serve`` on the inherited socket, and the kernel hands each new connection to one of
-them. A worker that dies is replaced (at most once a second, so a worker that cannot start does not spin). On
+The supervisor binds the port (gateway/http/sockets.py), then forks N workers before any event loop starts; each
+runs the ordinary HTTP ``serve`` on a socket of its own bound to the same port with SO_REUSEPORT, and the kernel
+spreads new connections evenly over the workers' sockets (on one shared socket, whichever worker woke first
+accepted every connection waiting, and the split was about 1:2). The supervisor's own socket holds the port and
+never listens. A worker that dies is replaced (at most once a second, so a worker that cannot start does not spin). On
 SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
 write in flight settles) and closes its store, and the supervisor returns once all have exited.
 

@@ -27,14 +27,18 @@ class ListenError(Exception):
     """The address cannot be listened on; the message says what to do."""
 
 
-def bound_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (uvicorn listens on it); ListenError with one sentence if it cannot be."""
+def bound_socket(host: str, port: int, *, shared: bool = False) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (uvicorn listens on it); ListenError with one sentence if it cannot be.
+    ``shared``: with SO_REUSEPORT, so that each worker of ``serve --workers N`` listens on a socket of its own on
+    the one port, and the kernel spreads new connections evenly over them (gateway/cli/workers.py)."""
     # As uvicorn binds when it makes the socket itself: IPv6 for an address with a colon, else IPv4. The protocol
     # is named: asyncio sets TCP_NODELAY only on connections whose socket says IPPROTO_TCP, and without it every
     # small answer waited ~40 ms for the client's delayed ACK (Nagle).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if shared:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
     except socket.gaierror:

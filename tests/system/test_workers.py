@@ -1,6 +1,7 @@
 """``serve --workers N``: N real gateway processes behind one port under a supervisor, on a real Redis.
 
-Many calls over one port are answered, a killed worker is replaced, every scrape of /metrics reports all workers'
+Many calls over one port are answered, a second supervisor on the same port is refused, each burst of new
+connections is spread over both workers, a killed worker is replaced, every scrape of /metrics reports all workers'
 calls (a dead worker's included), SIGTERM lets a confirmed write in flight settle and ends every worker and the
 supervisor with status 0, and stores one process owns (SQLite, memory) refuse a second worker with a sentence
 saying why.
@@ -19,6 +20,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from tests.support.clients import Answers, new_key, preview
 from tests.support.configs import config_data, write_toml
@@ -86,6 +88,10 @@ async def test_two_workers_on_redis_answer_many_calls_a_killed_one_is_replaced_a
         await until(lambda: len(workers_of(supervisor)) == 2)
         first = workers_of(supervisor)
         assert await reads(supervisor.port, callers=8, each=10) == 80
+        config = tmp_path / "replica0" / "gateway.toml"
+        again = [sys.executable, "-m", "gateway", "serve", "--config", str(config), "--port", str(supervisor.port)]
+        second = subprocess.run([*again, "--workers", "2"], capture_output=True, text=True, timeout=60)  # noqa: ASYNC221
+        assert second.returncode == 1 and "is already in use" in second.stderr, second.stderr  # SO_REUSEPORT or not
         connected = 'gateway_backend_connected{backend="default"} 1.0'
         assert await scraped(supervisor.port) == [(80, connected)] * 6
 
@@ -135,6 +141,47 @@ async def test_sigterm_lets_a_confirmed_write_in_flight_on_a_worker_settle(
         assert PROFILE.write_count(db) == 1
         await until(lambda: supervisor.process.poll() is not None, 30)
         assert supervisor.process.returncode == 0
+
+
+def calls_by_worker(shared: Path) -> dict[str, float]:
+    """The ok list calls each worker counted, from the files the workers keep their metrics in."""
+    calls: dict[str, float] = {}
+    for file in shared.glob("mcp-safety-gateway-metrics-*/counter_*.db"):
+        for metric in MultiProcessCollector.merge([str(file)]):  # type: ignore[no-untyped-call]
+            for sample in metric.samples:
+                if sample.name == "gateway_tool_calls_total" and sample.labels["tool"] == PROFILE.list_tool:
+                    calls[file.stem] = calls.get(file.stem, 0) + sample.value
+    return calls
+
+
+async def test_two_workers_take_about_half_of_each_burst_of_new_connections(
+    tmp_path: Path, db: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each worker listens on a socket of its own on the port (SO_REUSEPORT), so the kernel spreads a burst of
+    connections over them. On one shared socket the worker that woke first accepted every connection waiting: 6
+    bursts of 32 split 32:0, 29:3, 30:2 and the like (their imbalances |a-b| summed to 70-110); spread evenly, each
+    burst's |a-b| averages about 4.5, and a sum past 60 over 6 bursts is a one-in-ten-thousand run."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setenv("TMPDIR", str(shared))  # where the supervisor makes its metrics directory
+    backend = free_port()
+    imbalance = 0.0
+    async with (
+        http_backend(PROFILE, db, backend, *PROFILE.seed_demo),
+        replicas(tmp_path, backend, redis_url, [KEY_NEW], workers=2) as (supervisor,),
+    ):
+        await until(lambda: len(workers_of(supervisor)) == 2)
+        await until(lambda: len(list(shared.glob("mcp-safety-gateway-metrics-*/gauge_livemin_*.db"))) == 2, 30)
+        before: dict[str, float] = {}
+        for _ in range(6):  # 32 clients at once, each on a connection of its own
+            assert await reads(supervisor.port, callers=32, each=1) == 32
+            after = calls_by_worker(shared)
+            burst = [after[worker] - before.get(worker, 0) for worker in after]
+            fewer, more = sorted([*burst, 0.0, 0.0])[-2:]  # a worker that took none yet has no file
+            imbalance += more - fewer
+            before = after
+    assert sum(before.values()) == 6 * 32
+    assert imbalance <= 60, (imbalance, before)
 
 
 @pytest.mark.parametrize("store", ["sqlite", "memory"])
