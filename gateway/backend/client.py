@@ -153,7 +153,8 @@ class McpBackend:
         lane, timeout = self._lane, read_timeout or self.config.call_timeout_seconds
         try:
             if lane is not None and not recording():
-                result = await lane.call_tool(tool, arguments, timeout, client.session.protocol_version or "")
+                version = client.session.protocol_version or "2025-11-25"  # the SDK's own fallback
+                result = await lane.call_tool(tool, arguments, timeout, version)
             else:
                 result = await client.session.send_request(  # not SDK-checked against its outputSchema: see above
                     types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),

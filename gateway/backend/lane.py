@@ -73,6 +73,8 @@ class StdioLane:
             if timer is not None:
                 timer.cancel()
             self._reader.forget(request_id)
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # failed while the write failed: seen here, not logged as never retrieved
         if isinstance(message, JSONRPCError):
             raise MCPError.from_error_data(message.error)
         return _checked(message.result, version)

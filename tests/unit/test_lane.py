@@ -1,10 +1,12 @@
 """The stdio lane (gateway/backend/lane.py) against a real child process that speaks JSON-RPC lines on its pipes,
 read as the SDK reads them (a task draining the transport's read stream). Each tool name makes the child do one
 thing: answer, answer with an error, never answer, answer past the cap, answer with a malformed result, echo the
-id as a string, or exit. What reaches the SDK's side is checked too: a lane's answer never does."""
+id as a string, or exit; another child stops reading its stdin. What reaches the SDK's side is checked too: a
+lane's answer never does."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -59,8 +61,8 @@ class Pipes:
 
 
 @asynccontextmanager
-async def child(max_bytes: int = 1000) -> AsyncIterator[Pipes]:
-    params = StdioServerParameters(command=sys.executable, args=["-c", CHILD])
+async def child(max_bytes: int = 1000, script: str = CHILD) -> AsyncIterator[Pipes]:
+    params = StdioServerParameters(command=sys.executable, args=["-c", script])
     async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
         assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
         pipes = Pipes(StdioLane(reader, writer))
@@ -152,3 +154,26 @@ async def test_a_child_that_exits_fails_the_waiting_call_and_every_later_one_wit
         with pytest.raises(MCPError) as again:
             await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")
         assert again.value.error.code == CONNECTION_CLOSED
+
+
+STOPS_READING = """
+import json, os, sys, time
+os.close(0)
+notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "closed"}}
+print(json.dumps(notice), flush=True)
+time.sleep(1)
+"""
+
+
+async def test_a_child_that_stopped_reading_fails_the_call_as_closed_and_leaves_no_stray_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with child(script=STOPS_READING) as pipes:
+        with anyio.fail_after(5):
+            await pipes.arrived.wait()  # its stdin is closed: the write fails
+        with pytest.raises(MCPError) as raised:
+            await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")
+    assert raised.value.error.code == CONNECTION_CLOSED
+    del raised  # its traceback holds the call's frame, and so the call's future
+    gc.collect()
+    assert "never retrieved" not in caplog.text
