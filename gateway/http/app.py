@@ -117,7 +117,10 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         async with sessions.run():
             yield
 
-    routes: list[BaseRoute] = [Route("/healthz", healthz), Route("/readyz", readyz), Route("/metrics", metrics)]
+    # /mcp first: the router tries routes in order, and every MCP request would otherwise be matched against each
+    # page route first (no other path overlaps it).
+    routes: list[BaseRoute] = [Route("/mcp", endpoint), Route("/healthz", healthz), Route("/readyz", readyz)]
+    routes.append(Route("/metrics", metrics))
     handlers: dict[Any, ExceptionHandler] = {}
     if config.approvals.configured:
         from gateway.http.page.routes import ApprovalPage  # Jinja2 and the page only where approvals are on
@@ -127,7 +130,6 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         handlers[StoreUnavailable] = page.store_unavailable  # only the page's routes let it out
     if verifier is not None:
         routes += _metadata_routes(config)
-    routes.append(Route("/mcp", endpoint))
     edge = Middleware(
         EdgeGuard,
         settings=security_settings(config),
