@@ -3,8 +3,8 @@
 The supervisor binds the port (gateway/http/sockets.py), then forks N workers before any event loop starts; each
 runs the ordinary HTTP ``serve`` on a socket of its own bound to the same port with SO_REUSEPORT, and the kernel
 spreads new connections evenly over the workers' sockets (on one shared socket, whichever worker woke first
-accepted every connection waiting, and the split was about 1:2). The supervisor's own socket holds the port and
-never listens. A worker that dies is replaced (at most once a second, so a worker that cannot start does not spin). On
+accepted every connection waiting). The supervisor's own socket holds the port and never listens. A worker that
+dies is replaced (at most once a second, so a worker that cannot start does not spin); one that fails logs why. On
 SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
 write in flight settles) and closes its store, and the supervisor returns once all have exited.
 
@@ -74,6 +74,8 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
             try:
                 share_between_workers(shared)
                 code = run_worker()
+            except Exception:  # os._exit below would end the worker before Python printed why
+                log.exception("worker %d (pid %d) failed", slot, os.getpid())
             finally:
                 os._exit(code)
         alive[pid] = slot
