@@ -159,8 +159,9 @@ async def test_two_workers_take_about_half_of_each_burst_of_new_connections(
 ) -> None:
     """Each worker listens on a socket of its own on the port (SO_REUSEPORT), so the kernel spreads a burst of
     connections over them. On one shared socket the worker that woke first accepted every connection waiting: 6
-    bursts of 32 split 32:0, 29:3, 30:2 and the like (their imbalances |a-b| summed to 70-110); spread evenly, each
-    burst's |a-b| averages about 4.5, and a sum past 60 over 6 bursts is a one-in-ten-thousand run."""
+    bursts of 32 split 32:0, 29:3, 30:2 and the like (their imbalances |a-b| summed to 126 and 152 in two runs);
+    spread evenly, each burst's |a-b| averages about 4.5, and a sum past 60 over 6 bursts is a
+    one-in-ten-thousand run."""
     shared = tmp_path / "tmp"
     shared.mkdir()
     monkeypatch.setenv("TMPDIR", str(shared))  # where the supervisor makes its metrics directory
