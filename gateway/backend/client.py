@@ -153,8 +153,7 @@ class McpBackend:
         lane, timeout = self._lane, read_timeout or self.config.call_timeout_seconds
         try:
             if lane is not None and not recording():
-                version = client.session.protocol_version or "2025-11-25"  # the SDK's own fallback
-                result = await lane.call_tool(tool, arguments, timeout, version)
+                result = await lane.call_tool(tool, arguments, timeout)
             else:
                 result = await client.session.send_request(  # not SDK-checked against its outputSchema: see above
                     types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
@@ -336,7 +335,8 @@ async def _stdio_connection(params: StdioServerParameters, max_bytes: int) -> As
     async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
         assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
         async with Client(_opened(reader, writer), mode="legacy") as client:
-            yield Connected(client, StdioLane(reader, writer))
+            version = client.session.protocol_version or "2025-11-25"  # the SDK's own fallback
+            yield Connected(client, StdioLane(reader, writer, version))
 
 
 @asynccontextmanager

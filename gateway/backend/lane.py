@@ -35,16 +35,16 @@ ABANDON_WRITE_SECONDS = 5.0
 
 
 class StdioLane:
-    """``tools/call`` over one stdio connection's pipes; one per connection, beside the SDK's client."""
+    """``tools/call`` over one stdio connection's pipes; one per connection, beside the SDK's client, whose
+    handshake settled the protocol ``version`` the results are checked at."""
 
-    def __init__(self, reader: StdoutReader, writer: StdinWriter) -> None:
+    def __init__(self, reader: StdoutReader, writer: StdinWriter, version: str) -> None:
         self._reader = reader
         self._writer = writer
+        self._version = version
         self._ids = itertools.count(-1, -1)
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], read_seconds: float, version: str
-    ) -> types.CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any], read_seconds: float) -> types.CallToolResult:
         """One tool call, as ``ClientSession.send_request(CallToolRequest(...))`` would make it: MCPError for an
         error answer, a timeout (``REQUEST_TIMEOUT``) or a closed connection (``CONNECTION_CLOSED``)."""
         request_id = next(self._ids)
@@ -77,7 +77,7 @@ class StdioLane:
                 answer.exception()  # failed while the write failed: seen here, not logged as never retrieved
         if isinstance(message, JSONRPCError):
             raise MCPError.from_error_data(message.error)
-        return _checked(message.result, version)
+        return _checked(message.result, self._version)
 
     async def _cancel(self, request_id: int, reason: str, *, shield: bool) -> None:
         """The courtesy ``notifications/cancelled`` the SDK sends for an abandoned request (best effort)."""

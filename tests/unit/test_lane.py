@@ -65,7 +65,7 @@ async def child(max_bytes: int = 1000, script: str = CHILD) -> AsyncIterator[Pip
     params = StdioServerParameters(command=sys.executable, args=["-c", script])
     async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
         assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
-        pipes = Pipes(StdioLane(reader, writer))
+        pipes = Pipes(StdioLane(reader, writer, "2025-11-25"))
 
         async def drain() -> None:  # what the SDK's reader task does
             async for item in reader:
@@ -81,8 +81,8 @@ async def child(max_bytes: int = 1000, script: str = CHILD) -> AsyncIterator[Pip
 async def test_a_call_is_answered_with_the_sdks_result_model_and_the_sdk_never_sees_the_answer() -> None:
     async with child() as pipes:
         sent_args = {"n": 1, "name": "ä"}
-        first = await pipes.lane.call_tool("answer", sent_args, 5, "2025-11-25")
-        second = await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")
+        first = await pipes.lane.call_tool("answer", sent_args, 5)
+        second = await pipes.lane.call_tool("answer", {}, 5)
     assert first.structured_content == {"got": {"n": 1, "name": "ä"}}
     sent = json.loads(first.content[0].text)  # type: ignore[union-attr]
     assert list(sent) == ["jsonrpc", "id", "method", "params"]
@@ -99,27 +99,27 @@ async def test_a_call_is_answered_with_the_sdks_result_model_and_the_sdk_never_s
 async def test_an_error_answer_raises_the_backends_error() -> None:
     async with child() as pipes:
         with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("error", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("error", {}, 5)
     assert (raised.value.error.code, raised.value.error.message) == (-32602, "no such tool")
 
 
 async def test_an_answer_past_the_cap_is_too_large_and_the_next_call_still_works() -> None:
     async with child(max_bytes=1000) as pipes:
         with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("huge", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("huge", {}, 5)
         assert raised.value.error.code == RESULT_TOO_LARGE
-        assert (await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")).structured_content == {"got": {}}
+        assert (await pipes.lane.call_tool("answer", {}, 5)).structured_content == {"got": {}}
 
 
 async def test_a_malformed_result_fails_the_sdks_own_check() -> None:
     async with child() as pipes:
         with pytest.raises(ValidationError):
-            await pipes.lane.call_tool("malformed", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("malformed", {}, 5)
 
 
 async def test_an_id_echoed_as_a_string_still_answers_its_call() -> None:
     async with child() as pipes:
-        result = await pipes.lane.call_tool("string-id", {}, 5, "2025-11-25")
+        result = await pipes.lane.call_tool("string-id", {}, 5)
     assert '"id": -1' in result.content[0].text  # type: ignore[union-attr]
     assert pipes.to_sdk == []
 
@@ -127,7 +127,7 @@ async def test_an_id_echoed_as_a_string_still_answers_its_call() -> None:
 async def test_a_call_with_no_answer_times_out_and_tells_the_backend_it_was_abandoned() -> None:
     async with child() as pipes:
         with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("silent", {}, 0.2, "2025-11-25")
+            await pipes.lane.call_tool("silent", {}, 0.2)
         assert raised.value.error.code == REQUEST_TIMEOUT
         with anyio.fail_after(5):
             await pipes.arrived.wait()
@@ -136,23 +136,23 @@ async def test_a_call_with_no_answer_times_out_and_tells_the_backend_it_was_aban
     assert notice.params["data"] == {"requestId": -1, "reason": "timed out after 0.2s"}
 
 
-async def test_a_cancelled_caller_tells_the_backend_and_a_late_answer_is_dropped() -> None:
+async def test_a_cancelled_caller_tells_the_backend_and_the_next_call_still_works() -> None:
     async with child() as pipes:
         with anyio.move_on_after(0.2):
-            await pipes.lane.call_tool("silent", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("silent", {}, 5)
         with anyio.fail_after(5):
             await pipes.arrived.wait()
         assert pipes.to_sdk[0].message.params["data"] == {"requestId": -1, "reason": "caller cancelled"}
-        assert (await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")).structured_content == {"got": {}}
+        assert (await pipes.lane.call_tool("answer", {}, 5)).structured_content == {"got": {}}
 
 
 async def test_a_child_that_exits_fails_the_waiting_call_and_every_later_one_without_writing() -> None:
     async with child() as pipes:
         with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("exit", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("exit", {}, 5)
         assert raised.value.error.code == CONNECTION_CLOSED
         with pytest.raises(MCPError) as again:
-            await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("answer", {}, 5)
         assert again.value.error.code == CONNECTION_CLOSED
 
 
@@ -172,7 +172,7 @@ async def test_a_child_that_stopped_reading_fails_the_call_as_closed_and_leaves_
         with anyio.fail_after(5):
             await pipes.arrived.wait()  # its stdin is closed: the write fails
         with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("answer", {}, 5, "2025-11-25")
+            await pipes.lane.call_tool("answer", {}, 5)
     assert raised.value.error.code == CONNECTION_CLOSED
     del raised  # its traceback holds the call's frame, and so the call's future
     gc.collect()
