@@ -1,4 +1,5 @@
-"""The HTTP face: the Starlette app (``app``), Host/Origin checks (``edge``), whose forwarded headers are believed
+"""The HTTP face: the Starlette app (``app``), the front door that takes MCP requests past its router (``front``),
+Host/Origin checks (``edge``), whose forwarded headers are believed
 (``proxies``: only a trusted proxy's), body caps on every route but /mcp (``bodies``), per-request answer modes
 for stateful sessions (``answer_modes``) and their quotas (``quota``), the lean path for a 2026-07-28 call of a
 reading tool (``lean``), the listening socket (``sockets``), and the approval page (``page/``). Bearer tokens are

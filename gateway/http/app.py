@@ -2,7 +2,8 @@
 body for everything else: gateway/http/answer_modes.py; a 2026-07-28 call of a reading tool answered on the lean
 path, gateway/http/lean.py, behind the token checks), health probes, and, with a verifier configured, OAuth 2.1
 resource-server behaviour (RFC 9728 metadata, 401/403 with ``WWW-Authenticate``). Every route, including any added
-here later, sits behind gateway/http/edge.py's checks: they wrap the whole app, not a route."""
+here later, sits behind gateway/http/edge.py's checks: they wrap the whole app, not a route, and the front door
+(gateway/http/front.py) puts them in front of the /mcp endpoint it hands MCP requests to."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from gateway.errors import StoreUnavailable
 from gateway.http.answer_modes import PerRequestSessionManager, SessionLimits, stream_for_tools
 from gateway.http.bodies import BodyCap
 from gateway.http.edge import EdgeGuard, security_settings, trusted_proxies
+from gateway.http.front import FrontDoor
 from gateway.http.lean import LeanCalls
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.verifiers import build_verifier
@@ -45,9 +47,10 @@ READY_WAIT_SECONDS = 3.0
 the store's answer: it answers within about this long, whatever is down."""
 
 
-def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
-    """The ASGI app for a started gateway. ``insecure_without_auth`` (``serve --insecure-listen-without-auth``)
-    lets an unauthenticated gateway answer requests a proxy relayed."""
+def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> FrontDoor:
+    """The ASGI app for a started gateway (MCP requests go to /mcp's endpoint past the app's router:
+    gateway/http/front.py). ``insecure_without_auth`` (``serve --insecure-listen-without-auth``) lets an
+    unauthenticated gateway answer requests a proxy relayed."""
     config = gw.config
     verifier = build_verifier(config.auth, config.approvals.display_claim)
     caller = partial(current_caller, config.gateway.stdio_caller)
@@ -130,15 +133,18 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> Starlette:
         handlers[StoreUnavailable] = page.store_unavailable  # only the page's routes let it out
     if verifier is not None:
         routes += _metadata_routes(config)
-    edge = Middleware(
-        EdgeGuard,
-        settings=security_settings(config),
-        refuse_relayed=verifier is None and not insecure_without_auth,
-        proxies=trusted_proxies(config),
+    edge: dict[str, Any] = {
+        "settings": security_settings(config),
+        "refuse_relayed": verifier is None and not insecure_without_auth,
+        "proxies": trusted_proxies(config),
+    }
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(EdgeGuard, **edge), Middleware(BodyCap)],
+        lifespan=lifespan,
+        exception_handlers=handlers,
     )
-    return Starlette(
-        routes=routes, middleware=[edge, Middleware(BodyCap)], lifespan=lifespan, exception_handlers=handlers
-    )
+    return FrontDoor(app, endpoint, edge)
 
 
 def build_page_app(gw: Gateway) -> Starlette:

@@ -1,7 +1,9 @@
 """What every HTTP request passes before any route sees it, and the settings an unauthenticated gateway refuses.
 
 ``EdgeGuard`` wraps the whole Starlette app (gateway/http/app.py installs it as the app's middleware), so every
-route gets it: the probes, the metrics, the RFC 9728 metadata, /mcp, and any route added later, without asking.
+route gets it: the probes, the metrics, the RFC 9728 metadata, /mcp, and any route added later, without asking;
+the front door (gateway/http/front.py), which hands MCP requests to /mcp's endpoint past the app, puts one in
+front of it too.
 First, a request from one of ``[http] trusted_proxies`` is taken as the client it names (address, scheme, host:
 gateway/http/proxies.py); from any other peer, forwarded headers change nothing. Then, without a verifier, a
 request relayed by a proxy (any forwarded header, whoever sent it) is refused: a reverse proxy on the same

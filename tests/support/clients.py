@@ -34,6 +34,12 @@ INITIALIZE = {
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"},
+}
+"""What a raw 2026-07-28 request carries in ``params._meta`` (a stateless request states its client each time)."""
 
 
 class Clock:

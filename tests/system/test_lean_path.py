@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 from mcp.server import _streamable_http_modern as modern
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from gateway.config import GatewayConfig, load_config
@@ -28,17 +27,13 @@ from gateway.http.app import build_app
 from gateway.http.lean import LeanCalls
 from gateway.runtime import open_gateway
 from tests.support.asgi import serve_asgi
+from tests.support.clients import ENVELOPE
 from tests.support.configs import config_data, write_toml
 from tests.support.processes import free_port
 from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
 
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "lean-test", "version": "0"},
-}
 HEADERS = {
     "content-type": "application/json",
     "accept": "application/json, text/event-stream",
@@ -271,9 +266,7 @@ async def lean_gateway(
     config = lean_config(tmp_path, auth=auth, port=port)
     async with open_gateway(config) as gw:
         app = build_app(gw)
-        lean = lean_path_of(
-            next(route.app for route in app.routes if isinstance(route, Route) and route.path == "/mcp")
-        )
+        lean = lean_path_of(app.endpoint)
         answered = [0]
         sdk = lean.sdk
 
