@@ -18,7 +18,8 @@ era, a write tool the caller sees, a call carrying ``requestState``, ``inputResp
 check would refuse, a body past ``[limits] max_body_bytes``, and every request while tracing is on (the SDK's
 middleware makes the server span). Private parts of mcp 2.3 used here (pinned in pyproject.toml; the comparison
 test fails when one changes what it answers): ``_mcp_param_rejection``, ``_write``, ``_sse_event``,
-``_SSE_HEADERS`` and ``_SSE_PING_INTERVAL`` of the modern HTTP entry, and the kernel's ``_serialize``.
+``_SSE_HEADERS`` and ``_SSE_PING_INTERVAL`` of the modern HTTP entry, and the kernel's ``_serialize``. A result
+is encoded here as ``_write`` encodes it, without its second dump of the reply model.
 
 A read that takes longer than the SDK's deferral window (15 s) gets what the SDK gives it: the answer switches to
 an event stream with keep-alive pings, then carries the result as its one event. Unlike the SDK's, this path does
@@ -42,6 +43,7 @@ from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, fin
 from mcp_types import methods
 from pydantic import ValidationError
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.http.bodies import replayed
@@ -147,7 +149,9 @@ class LeanCalls:
             request=request,
         )
         reply = await self._reply(req.id, ctx, typed, version, scope, receive, send)
-        if reply is not None:
+        if isinstance(reply, types.JSONRPCResponse):
+            await _write_result(reply, scope, receive, send)
+        elif reply is not None:
             await modern._write(reply, scope, receive, send)
         return True
 
@@ -179,6 +183,13 @@ class LeanCalls:
             return reply
         await stream.finish(modern._sse_event(reply))
         return None
+
+
+async def _write_result(reply: types.JSONRPCResponse, scope: Scope, receive: Receive, send: Send) -> None:
+    """What the SDK's ``_write`` sends for a result, without dumping the reply model again: ``_serialize`` made the
+    result JSON's already, and a result's envelope has no field ``exclude_none`` could drop."""
+    body = json.dumps({"jsonrpc": reply.jsonrpc, "id": reply.id, "result": reply.result}, separators=(",", ":"))
+    await Response(body, status_code=200, media_type="application/json")(scope, receive, send)
 
 
 class _SlowAnswer:
