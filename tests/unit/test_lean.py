@@ -25,7 +25,7 @@ def _recorder() -> tuple[list[Any], Any]:
 
 
 RESULTS = [
-    {"content": [{"type": "text", "text": "ünïcode \u2028 \"quoted\" <tag>"}], "isError": False},
+    {"content": [{"type": "text", "text": 'ünïcode \u2028 "quoted" <tag>'}], "isError": False},
     {"structuredContent": {"gone": None, "nested": {"also": None, "list": [None, 1.5, -0.0, 10**30, True]}}},
     {"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "g", "version": "1"}}, "ttlMs": 0},
 ]
