@@ -80,8 +80,7 @@ def build_server(gw: Gateway) -> Server[Any]:
         finally:
             seconds = time.perf_counter() - started
             tool = params.name if known else "(unknown)"  # never a label per unknown name a caller made up
-            gw.metrics.calls.labels(tool, outcome).inc()
-            gw.metrics.call_seconds.labels(tool).observe(seconds)
+            gw.metrics.call_answered(tool, outcome, seconds)
             caller = readable(current_caller(gw.config.gateway.stdio_caller))
             tracing.annotate(**{"gateway.caller": caller, "gateway.outcome": outcome})
             calls_log.info(

@@ -55,6 +55,8 @@ class Metrics:
         self.call_seconds = Histogram(
             "gateway_tool_call_seconds", "Time to answer a tool call.", ["tool"], buckets=FAST, registry=self.registry
         )
+        self._call_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        """Each (tool, outcome)'s labelled series, looked up once: ``labels()`` costs more than the count."""
         self.backend_seconds = Histogram(
             "gateway_backend_call_seconds",
             "Time of each backend call.",
@@ -124,11 +126,26 @@ class Metrics:
             "gateway_audit_stream", "Audit entries streamed to sinks.", ["sink", "result"], registry=self.registry
         )
 
+    def call_answered(self, tool: str, outcome: str, seconds: float) -> None:
+        """One tool call answered (``tool``: a configured name or "(unknown)", so the labels are bounded)."""
+        children = self._call_children.get((tool, outcome))
+        if children is None:
+            children = self._call_children[(tool, outcome)] = (
+                self.calls.labels(tool, outcome),
+                self.call_seconds.labels(tool),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
+
     def backend_observer(self, backend: str) -> Callable[[str, str, float], None]:
         """What one backend's client reports each call's duration and ending to."""
+        children: dict[tuple[str, str], Histogram] = {}
 
         def observe(action: str, result: str, seconds: float) -> None:
-            self.backend_seconds.labels(action, result, backend).observe(seconds)
+            child = children.get((action, result))
+            if child is None:
+                child = children[(action, result)] = self.backend_seconds.labels(action, result, backend)
+            child.observe(seconds)
 
         return observe
 
