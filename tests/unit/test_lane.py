@@ -161,7 +161,7 @@ import json, os, sys, time
 os.close(0)
 notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "closed"}}
 print(json.dumps(notice), flush=True)
-time.sleep(1)
+time.sleep(30)
 """
 
 
@@ -171,8 +171,9 @@ async def test_a_child_that_stopped_reading_fails_the_call_as_closed_and_leaves_
     async with child(script=STOPS_READING) as pipes:
         with anyio.fail_after(5):
             await pipes.arrived.wait()  # its stdin is closed: the write fails
-        with pytest.raises(MCPError) as raised:
-            await pipes.lane.call_tool("answer", {}, 5)
+        # At once: the write itself fails (waiting for the child's stdout to end would take its 30 s).
+        with pytest.raises(MCPError) as raised, anyio.fail_after(10):
+            await pipes.lane.call_tool("answer", {}, 20)
     assert raised.value.error.code == CONNECTION_CLOSED
     del raised  # its traceback holds the call's frame, and so the call's future
     gc.collect()
