@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
@@ -83,7 +84,8 @@ def run(
         results: dict[str, Any] = {"tenants_per_call": items, "levels": {}}
         for clients in concurrency:
             samples = {name: Sample() for name in servers}
-            cpu = {name: {"server": 0.0, "children": 0.0} for name in servers}
+            # "client": this process, the load generator; near one core's worth, it and not the server sets the pace.
+            cpu = {name: {"server": 0.0, "children": 0.0, "client": 0.0} for name in servers}
             order = list(servers)
             backend_reads = {name: 0.0 for name in servers}
             gateway_calls = {name: 0 for name in servers}
@@ -95,7 +97,7 @@ def run(
                     async def call(client: WireClient, tool: str = tool, arguments: dict[str, Any] = arguments) -> None:
                         await _call(client, tool, arguments)
 
-                    before = server.cpu_seconds()
+                    before = {**server.cpu_seconds(), "client": time.process_time()}
                     # One worker's /metrics, of several, says nothing of the whole: no figure for -2w.
                     counted = name.startswith("gateway") and not name.endswith("-2w")
                     reads_before = backend_list_calls(server) if counted else None
@@ -103,7 +105,7 @@ def run(
                     load = partial(run_load, server.url, call, clients=clients, seconds=seconds, max_calls=200_000)
                     load = partial(load, open_client=client)
                     sample = anyio.run(load)
-                    after = server.cpu_seconds()
+                    after = {**server.cpu_seconds(), "client": time.process_time()}
                     for part in cpu[name]:
                         cpu[name][part] += after[part] - before[part]
                     reads_after = backend_list_calls(server) if counted else None

@@ -16,8 +16,8 @@ def markdown(results: dict[str, Any]) -> str:
             "### Read path (demo data set, 5 tenants: one gateway page == the backend's full list)",
             "",
             "| clients | system | median ms | p99 ms | calls/s | server CPU ms/call (+ children) | backend list "
-            "calls per call |",
-            "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+            "calls per call | load generator CPU ms/call (cores busy) |",
+            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for clients, level in read["levels"].items():
             for name in SYSTEMS:
@@ -26,9 +26,12 @@ def markdown(results: dict[str, Any]) -> str:
                 row = level[name]
                 passes = "-" if name.startswith("gateway") else "1"  # direct and the proxies send every call on
                 cpu = row["cpu_ms_per_call"]
+                client = cpu.get("client")  # results.json files from before it was measured have none
+                busy = "-" if client is None else f"{client} ({client * (row['calls_per_s'] or 0) / 1000:.2f})"
+                reads = row.get("backend_list_calls_per_call", passes)
                 lines.append(
                     f"| {clients} | {name} | {row['median_ms']} | {row['p99_ms']} | {row['calls_per_s']} | "
-                    f"{cpu['server']} (+{cpu['children']}) | {row.get('backend_list_calls_per_call', passes)} |"
+                    f"{cpu['server']} (+{cpu['children']}) | {reads} | {busy} |"
                 )
         lines += [
             "",
