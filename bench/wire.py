@@ -116,7 +116,8 @@ class Response:
 
 class Connection:
     """One kept-alive HTTP/1.1 connection to ``url``'s server, opened at the first request and again after the
-    server closed it; each request waits for its whole answer (``timeout`` seconds at most) before the next."""
+    server closed it (said so, or was seen to while the connection was idle); each request waits for its whole
+    answer (``timeout`` seconds at most) before the next."""
 
     def __init__(self, url: str, timeout: float) -> None:
         parts = urlsplit(url)
@@ -128,6 +129,8 @@ class Connection:
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     async def send(self, method: str, headers: dict[str, str], body: bytes = b"") -> Response:
+        if self._streams is not None and self._streams[0].at_eof():  # the server closed it while it was idle
+            await self.aclose()
         if self._streams is None:
             self._streams = await asyncio.wait_for(asyncio.open_connection(*self._address), self._timeout)
         reader, writer = self._streams

@@ -1,9 +1,11 @@
 """The bench's load generator speaks HTTP/1.1 itself (bench/wire.py): against a real uvicorn it reads answers by
 length and chunked (an event stream), an empty 202, a server that closes the connection after an answer (the next
-request opens another), and keeps one connection for a session's requests otherwise. Its figures rest on it."""
+request opens another), and keeps one connection for a session's requests otherwise; a connection the server closed
+while it was idle is opened again. Its figures rest on it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -79,3 +81,27 @@ async def test_the_load_generator_reads_every_answer_form_on_kept_alive_connecti
     stateless = seen[-1]
     assert stateless["headers"]["mcp-protocol-version"] == STATELESS and stateless["headers"]["mcp-name"] == "plain"
     assert stateless["body"]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS
+
+
+async def test_a_connection_the_server_closed_while_idle_is_opened_again() -> None:
+    """A server that closes after each answer without saying so (as one whose keep-alive timeout ran out)."""
+    connections = []
+
+    async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"content-length"))
+        request = json.loads(await reader.readexactly(length))
+        body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"content": []}}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body))
+        writer.write(body)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, WireClient(f"http://127.0.0.1:{port}/mcp", protocol=STATELESS) as client:
+        for _ in range(3):
+            assert await client.call_tool("t", {}) == {"content": []}
+            await asyncio.sleep(0.05)  # the close reaches the idle connection
+    assert len(connections) == 3
