@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
+from gateway.backend import transports
 from gateway.backend.lane import StdioLane
 from gateway.backend.transports import RESULT_TOO_LARGE, StdinWriter, StdoutReader, bounded_stdio
 
@@ -166,8 +167,9 @@ time.sleep(30)
 
 
 async def test_a_child_that_stopped_reading_fails_the_call_as_closed_and_leaves_no_stray_error(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(transports, "STOP_SECONDS", 0.2)  # the child never exits on its own: a short grace at the end
     async with child(script=STOPS_READING) as pipes:
         with anyio.fail_after(5):
             await pipes.arrived.wait()  # its stdin is closed: the write fails
