@@ -2,6 +2,7 @@
 
     analyse(text, rules, expect=None)      the checks below, in this order; the first refusal wins
     allowed_tables(dialect, entries)       a config's allow-list, read by the dialect's own name rules
+    dialect_reader(dialect)                the dialect's reader, its parser imported on first use
 
  1. size                         too_long
  2. characters of the text       hidden_characters
@@ -23,11 +24,13 @@ step 5 proves that reading it again gives that tree.
 from __future__ import annotations
 
 import hashlib
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
-from gateway.statements import characters, postgres, sqlite
+from gateway.statements import characters
 from gateway.statements.model import KEYWORD_CLASSES, OTHER, READ, Dialect, Measure, Statement, Syntax, Table
 from gateway.statements.refusals import Refusal, StatementRefused
 from gateway.statements.rules import Rules
@@ -45,15 +48,22 @@ class Reader:
     writing: frozenset[str]
 
 
-READERS = {
-    Dialect.POSTGRES: Reader(postgres.literals, postgres.read, postgres.same, postgres.table_entry, postgres.WRITING),
-    Dialect.SQLITE: Reader(sqlite.literals, sqlite.read, sqlite.same, sqlite.table_entry, sqlite.WRITING),
-}
+MODULES = {Dialect.POSTGRES: "gateway.statements.postgres", Dialect.SQLITE: "gateway.statements.sqlite"}
+"""Each dialect's reading, over its parser (pglast, sqlglot)."""
+
+
+@cache
+def dialect_reader(dialect: Dialect) -> Reader:
+    """The dialect's reader. Its module, and the parser under it, is imported on first use: a config's statement
+    tools ask for it as the config is read (``allowed_tables``), and a gateway without any never holds the
+    parsers (about 11 MiB of its memory)."""
+    module = importlib.import_module(MODULES[dialect])
+    return Reader(module.literals, module.read, module.same, module.table_entry, module.WRITING)
 
 
 def analyse(text: str, rules: Rules, expect: Literal["read", "write"] | None = None) -> Statement:
     """The statement, analysed and held to the rules (``expect``: the tool takes only reads, or only writes)."""
-    reader = READERS[rules.dialect]
+    reader = dialect_reader(rules.dialect)
     if len(text) > rules.max_length:
         raise StatementRefused(
             Refusal.TOO_LONG, f"the statement has {len(text)} characters, past the limit of {rules.max_length}"
@@ -95,7 +105,7 @@ def digest(normalised: str) -> str:
 
 def allowed_tables(dialect: Dialect, entries: Iterable[str]) -> frozenset[Table]:
     """The tables a config's entries name, read by the dialect's rules (ValueError naming a bad entry)."""
-    return frozenset(READERS[dialect].table_entry(entry) for entry in entries)
+    return frozenset(dialect_reader(dialect).table_entry(entry) for entry in entries)
 
 
 def _read(reader: Reader, text: str) -> Syntax:
