@@ -7,4 +7,5 @@ the god-tool profiles, in-process backends, and Redis.
     inprocess   a profile's backend server run inside the test process, over the SDK's in-memory transport
     profiles    the god-tools the safety suite runs against
     redis       a real redis-server on a loopback port
+    pace        how fast this machine runs Python, the unit tier's budget's unit (scripts/test)
 """
