@@ -9,12 +9,13 @@
 An ``isError`` answer from the god-tool is not an exception: it is a ``Reply`` with ``is_error`` set.
 ``client.McpBackend`` is the implementation: an MCP client over stdio or streamable HTTP, or over the SDK's
 in-memory transport (the tests run the legacy server in their own process that way), over one of the two wire
-transports in ``transports``, each stopping at ``backend.max_result_bytes`` while it reads; over stdio, tool calls
-take ``lane``, past the SDK's dispatcher (the SDK's client keeps the handshake, listings and pings). The config's
-``Call`` (payload template in, data at a path out) is interpreted by its own model (gateway.config.mapping);
-``reads`` turns the read actions into targets, listings and lookups. ``sql`` sends statements to a
-statement-executing server's own tools (a read, a measure, a write), and ``sql_answers`` reads what such a server
-answers, by its shape. ``actions`` reads what a god-tool says of its own actions (the valid ones its refusal lists).
+transports, ``stdio`` (a child process the gateway starts itself) and ``transports`` (HTTP), each stopping at
+``backend.max_result_bytes`` while it reads; over stdio, tool calls take ``lane``, past the SDK's dispatcher (the
+SDK's client keeps the handshake, listings and pings). The config's ``Call`` (payload template in, data at a path
+out) is interpreted by its own model (gateway.config.mapping); ``reads`` turns the read actions into targets,
+listings and lookups. ``sql`` sends statements to a statement-executing server's own tools (a read, a measure, a
+write), and ``sql_answers`` reads what such a server answers, by its shape. ``actions`` reads what a god-tool says
+of its own actions (the valid ones its refusal lists).
 
 Imported by the tools, the write package, the catalog, the runtime and the CLI (``check``, ``inspect``); imports
 config, statements, records, errors, observability and text, never a package that serves callers.

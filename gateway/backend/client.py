@@ -15,11 +15,12 @@ How a connection is opened is the one thing that differs between transports: ``M
 connection comes with a lane (gateway.backend.lane) that sends tool calls past the SDK's dispatcher; every other
 request (the handshake, listings, pings), every call over HTTP or in memory, and every call while tracing is on
 goes through the SDK's client.
-Both wire transports (gateway.backend.transports) stop reading an answer at ``backend.max_result_bytes``, and an
-answer's JSON is decoded within ``[limits] max_depth`` (gateway.records.Reply): past either, the answer reads as
-malformed, which for a write means "sent and answered, re-read it". An answer is not checked against the backend's
-own outputSchema here (the SDK's client would check it with Python's backtracking ``re``, and the backend writes
-those patterns): the gateway checks what it relays with its own validators (gateway.catalog.patterns: RE2).
+Both wire transports (gateway.backend.stdio and gateway.backend.transports) stop reading an answer at
+``backend.max_result_bytes``, and an answer's JSON is decoded within ``[limits] max_depth`` (gateway.records.Reply):
+past either, the answer reads as malformed, which for a write means "sent and answered, re-read it". An answer is
+not checked against the backend's own outputSchema here (the SDK's client would check it with Python's
+backtracking ``re``, and the backend writes those patterns): the gateway checks what it relays with its own
+validators (gateway.catalog.patterns: RE2).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from gateway.backend import BackendUnavailable, OutcomeLost
 from gateway.backend.lane import StdioLane
-from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, StdinWriter, StdoutReader, bounded_stdio
+from gateway.backend.stdio import StdinWriter, StdoutReader, open_stdio
+from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport
 from gateway.config import BackendSection
 from gateway.config.environ import current
 from gateway.observability.tracing import inject_traceparent, recording, span
@@ -332,11 +334,12 @@ def opener_for(config: BackendSection) -> Opener:
 
 @asynccontextmanager
 async def _stdio_connection(params: StdioServerParameters, max_bytes: int) -> AsyncIterator[Connected]:
-    async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
-        assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
-        async with Client(_opened(reader, writer), mode="legacy") as client:
-            version = client.session.protocol_version or "2025-11-25"  # the SDK's own fallback
-            yield Connected(client, StdioLane(reader, writer, version))
+    async with (
+        open_stdio(params, max_bytes, sys.stderr) as (reader, writer),
+        Client(_opened(reader, writer), mode="legacy") as client,
+    ):
+        version = client.session.protocol_version or "2025-11-25"  # the SDK's own fallback
+        yield Connected(client, StdioLane(reader, writer, version))
 
 
 @asynccontextmanager

@@ -1,6 +1,6 @@
 """A tool call straight over a stdio backend's pipes: the request the gateway sends on every call, without the
 SDK dispatcher's per-request machinery (a memory stream, a cancel scope, a span, request models), and answered in
-the SDK reader's own task (gateway.backend.transports resolves the call's future as it reads the line).
+the SDK reader's own task (gateway.backend.stdio resolves the call's future as it reads the line).
 
 What the SDK's ``send_request`` does for a ``tools/call`` is done here in the same order, with the SDK's own
 functions where they decide something: the request's JSON is pydantic's (as the SDK's write is), the read timeout
@@ -28,7 +28,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, JSONRPCError, JSONRPCR
 from mcp_types import methods as _methods
 from pydantic_core import to_json
 
-from gateway.backend.transports import StdinWriter, StdoutReader
+from gateway.backend.stdio import StdinWriter, StdoutReader
 
 ABANDON_WRITE_SECONDS = 5.0
 """The longest the courtesy cancel of an abandoned call may take to write (the SDK's own bound)."""

@@ -21,11 +21,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
-from gateway.backend import transports
+from gateway.backend import stdio
 from gateway.backend.lane import StdioLane
-from gateway.backend.transports import RESULT_TOO_LARGE, StdinWriter, StdoutReader, bounded_stdio
+from gateway.backend.stdio import open_stdio
+from gateway.backend.transports import RESULT_TOO_LARGE
 
 pytestmark = pytest.mark.anyio
+
 
 CHILD = r"""
 import json, sys
@@ -64,8 +66,7 @@ class Pipes:
 @asynccontextmanager
 async def child(max_bytes: int = 1000, script: str = CHILD) -> AsyncIterator[Pipes]:
     params = StdioServerParameters(command=sys.executable, args=["-c", script])
-    async with bounded_stdio(params, max_bytes, sys.stderr) as (reader, writer):
-        assert isinstance(reader, StdoutReader) and isinstance(writer, StdinWriter)
+    async with open_stdio(params, max_bytes, sys.stderr) as (reader, writer):
         pipes = Pipes(StdioLane(reader, writer, "2025-11-25"))
 
         async def drain() -> None:  # what the SDK's reader task does
@@ -169,7 +170,7 @@ time.sleep(30)
 async def test_a_child_that_stopped_reading_fails_the_call_as_closed_and_leaves_no_stray_error(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transports, "STOP_SECONDS", 0.2)  # the child never exits on its own: a short grace at the end
+    monkeypatch.setattr(stdio, "STOP_SECONDS", 0.2)  # the child never exits on its own: a short grace at the end
     async with child(script=STOPS_READING) as pipes:
         with anyio.fail_after(5):
             await pipes.arrived.wait()  # its stdin is closed: the write fails

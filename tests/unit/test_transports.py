@@ -1,27 +1,15 @@
-"""The backend transports' caps: which request an oversized stdio line answers, the stdio reader over chunks as a
-pipe gives them, and an HTTP body cut off at the cap becoming a JSON-RPC error for its request (httpx2's in-memory
-MockTransport stands in for the network)."""
+"""The backend transports' caps: which request an oversized stdio line answers, and an HTTP body cut off at the cap
+becoming a JSON-RPC error for its request (httpx2's in-memory MockTransport stands in for the network). The stdio
+reader itself is tests/unit/test_stdio.py's."""
 
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-from typing import Any
 
-import anyio
 import httpx2
 import pytest
-from mcp.shared.message import SessionMessage
-from mcp_types import JSONRPCRequest, RequestId
 
-from gateway.backend.transports import (
-    RESULT_TOO_LARGE,
-    CappedTransport,
-    StdinWriter,
-    StdoutReader,
-    answered_id,
-    names_a_method,
-)
+from gateway.backend.transports import RESULT_TOO_LARGE, CappedTransport, answered_id, names_a_method
 
 pytestmark = pytest.mark.anyio
 
@@ -77,80 +65,3 @@ async def test_a_notification_past_the_cap_is_accepted_and_dropped() -> None:
     huge = b'{"padding": "' + b"x" * 5000 + b'"}'
     answer = await _post(CappedTransport(_backend(huge), 1000), {"jsonrpc": "2.0", "method": "notifications/x"})
     assert answer.status_code == 202 and answer.content == b""
-
-
-class _Pipe:
-    """A child's stdout as anyio gives it: the chunks given, then the end."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = list(chunks)
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        if not self.chunks:
-            raise anyio.EndOfStream
-        return self.chunks.pop(0)
-
-
-class _BrokenStdin:
-    async def send(self, item: bytes) -> None:
-        raise BrokenPipeError
-
-
-def _reader(chunks: list[bytes], waiting: dict[RequestId, None], max_bytes: int = 200) -> StdoutReader:
-    return StdoutReader(SimpleNamespace(stdout=_Pipe(chunks)), max_bytes, waiting)  # type: ignore[arg-type]
-
-
-async def _read_all(reader: StdoutReader) -> list[Any]:
-    return [item async for item in reader]
-
-
-def _answer(request_id: int, text: str = "ok") -> bytes:
-    result = {"content": [{"type": "text", "text": text}]}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n"
-
-
-async def test_stdout_lines_are_read_in_order_whatever_the_chunks_and_answered_requests_stop_waiting() -> None:
-    both = _answer(1) + _answer(2)
-    waiting: dict[RequestId, None] = {1: None, 2: None, 3: None}
-    items = await _read_all(_reader([both[:10], both[10:60], both[60:] + _answer(3)[:5], _answer(3)[5:]], waiting))
-    assert [item.message.id for item in items] == [1, 2, 3]
-    assert waiting == {}
-
-
-async def test_an_oversized_stdout_line_answers_its_request_and_the_next_line_still_arrives() -> None:
-    waiting: dict[RequestId, None] = {4: None, 5: None}
-    huge = _answer(4, "x" * 1000)
-    items = await _read_all(_reader([huge[:300], huge[300:] + _answer(5)], waiting))
-    assert [(item.message.id, getattr(item.message, "error", None) is not None) for item in items] == [
-        (4, True),
-        (5, False),
-    ]
-    assert items[0].message.error.code == RESULT_TOO_LARGE
-
-
-async def test_an_oversized_notification_is_skipped_and_a_malformed_line_is_handed_on_as_an_error() -> None:
-    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "y" * 1000}})
-    items = await _read_all(_reader([note.encode() + b"\n" + b"{not json\n" + _answer(6)], {6: None}))
-    assert isinstance(items[0], ValueError)
-    assert items[1].message.id == 6
-    assert len(items) == 2
-
-
-async def test_an_oversized_line_no_request_can_be_told_from_ends_the_stream_after_what_came_before() -> None:
-    waiting: dict[RequestId, None] = {7: None, 8: None, 9: None}
-    nameless = b'{"result":{"content":[{"text":"' + b"z" * 1000 + b'"}]}}\n'
-    pipe = _Pipe([_answer(7) + nameless, _answer(8)])
-    items = await _read_all(StdoutReader(SimpleNamespace(stdout=pipe), 200, waiting))  # type: ignore[arg-type]
-    assert [item.message.id for item in items] == [7]
-    assert pipe.chunks == [_answer(8)]  # nothing more is read: the session ends
-
-
-async def test_a_child_that_stopped_reading_ends_the_session_and_the_send_fails() -> None:
-    reader = _reader([], {})
-    writer = StdinWriter(SimpleNamespace(stdin=_BrokenStdin()), {}, reader)  # type: ignore[arg-type]
-    request = JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call", params={"name": "x"})
-    with pytest.raises(anyio.BrokenResourceError):
-        await writer.send(SessionMessage(request))
-    with pytest.raises(anyio.ClosedResourceError):
-        await writer.send(SessionMessage(request))
-    assert await _read_all(reader) == []
