@@ -16,7 +16,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -38,15 +38,13 @@ log = logging.getLogger("gateway")
 
 def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     """The ``serve`` subcommand, over stdio or HTTP."""
-    import anyio
-
     if args.stdio:
         refusal = stdio_refusal(config)
         if refusal is not None:
             print(f"mcp-safety-gateway: {refusal}", file=sys.stderr)
             return 2
         log_where_state_lives(config)
-        anyio.run(serve_stdio, config)
+        run_serving(serve_stdio, config)
         return 0
     insecure = args.insecure_listen_without_auth
     from gateway.cli.workers import supervise, workers_refusal
@@ -69,19 +67,33 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
         sock.close()  # it said whether the port is free; the supervisor holds it with one the workers can share
         held = bound_socket(args.host, port, shared=True)
         return supervise(args.workers, lambda: _worker(config, held, args.host, port, insecure))
-    anyio.run(serve_http, config, sock, args.host, port, insecure)
+    run_serving(serve_http, config, sock, args.host, port, insecure)
     return 0
+
+
+def run_serving(serving: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run a serve to its end on uvloop's event loop (a dependency where it builds: not on Windows), else on
+    asyncio's own. uvloop's transports and callbacks are C: less CPU per call (bench/RESULTS.md). Nothing the
+    gateway starts goes through uvloop's own process spawning, which hands a child copies of the parent's
+    descriptors: a stdio backend is started with the standard library's ``subprocess`` (gateway/backend/stdio.py;
+    tests/system/test_backend_inheritance.py checks what it gets)."""
+    import anyio
+
+    try:
+        import uvloop  # noqa: F401  # only whether it is there
+    except ImportError:
+        anyio.run(serving, *args)
+    else:
+        anyio.run(serving, *args, backend_options={"use_uvloop": True})
 
 
 def _worker(config: GatewayConfig, held: socket.socket, host: str, port: int, insecure: bool) -> int:
     """One worker of ``serve --workers N``: the ordinary HTTP serve on a socket of its own on the supervisor's
     port (which the supervisor's socket, never listening, holds while workers come and go)."""
-    import anyio
-
     from gateway.http.sockets import bound_socket
 
     held.close()
-    anyio.run(serve_http, config, bound_socket(host, port, shared=True), host, port, insecure)
+    run_serving(serve_http, config, bound_socket(host, port, shared=True), host, port, insecure)
     return 0
 
 

@@ -2,7 +2,7 @@
 read as the SDK reads them (a task draining the transport's read stream). Each tool name makes the child do one
 thing: answer, answer with an error, never answer, answer past the cap, answer with a malformed result, echo the
 id as a string, or exit; another child stops reading its stdin. What reaches the SDK's side is checked too: a
-lane's answer never does."""
+lane's answer never does. Each test runs on asyncio's own event loop and on uvloop's, which ``serve`` runs on."""
 
 from __future__ import annotations
 
@@ -27,6 +27,12 @@ from gateway.backend.stdio import open_stdio
 from gateway.backend.transports import RESULT_TOO_LARGE
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=[("asyncio", {}), ("asyncio", {"use_uvloop": True})], ids=["asyncio", "uvloop"])
+def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    backend: tuple[str, dict[str, Any]] = request.param
+    return backend
 
 
 CHILD = r"""
