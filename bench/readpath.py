@@ -136,6 +136,13 @@ def run(
             results["levels"][str(clients)] = level
             log(f"  {clients:>2} clients: " + ", ".join(_brief(name, level[name]) for name in servers))
             log(f"             ratios: {level['ratios']}")
+        # Memory per worker, after every level's load: one serve process, its backend child not counted.
+        results["rss_mib"] = {
+            name: round(server.rss_mib(children=False), 1)
+            for name, server in servers.items()
+            if name.startswith("gateway") and not name.endswith("-2w")
+        }
+        log(f"  gateway RSS after the load, MiB: {results['rss_mib']}")
     return results
 
 

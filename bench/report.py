@@ -58,6 +58,12 @@ def markdown(results: dict[str, Any]) -> str:
             ]
             lines.append(f"| {clients} | " + " | ".join(_cell(ratios.get(name)) for name in shown) + " |")
         lines.append("")
+        if "rss_mib" in read:
+            shown_rss = ", ".join(f"{name} {mib}" for name, mib in read["rss_mib"].items())
+            lines += [
+                f"Resident memory of each one-process gateway after the load, MiB (backend not counted): {shown_rss}.",
+                "",
+            ]
     own = results.get("own")
     if own:
         lines += [
@@ -163,6 +169,8 @@ def goals(results: dict[str, Any]) -> list[str]:
             ratio = ratios.get(name)
             verdict = "met" if ratio is not None and ratio >= floor else "NOT met"
             out.append(f"read, 32 clients: {name} {ratio} (goal >= {floor}): {verdict}")
+    for name, mib in results.get("read", {}).get("rss_mib", {}).items():
+        out.append(f"memory of one {name} worker after the read load {mib} MiB (goal <= 88): {_met(mib, 88.0)}")
     own = results.get("own", {}).get("sqlite")
     if own:
         read_cost = own["list_tenants"]["own_ms"]["median"]
