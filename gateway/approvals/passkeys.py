@@ -27,18 +27,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from cryptography.exceptions import InvalidSignature
-from fido2 import cbor
-from fido2.cose import CoseKey
-from fido2.utils import websafe_decode, websafe_encode
-from fido2.webauthn import AttestationObject, AuthenticatorData, CollectedClientData
 
 from gateway.approvals.digest import canonical
 from gateway.records import Approval, Decision, Passkey
 from gateway.stores.base import Passkeys
+
+if TYPE_CHECKING:
+    from fido2.webauthn import AuthenticatorData, CollectedClientData
 
 ASSERTION_FIELDS = ("credentialId", "authenticatorData", "clientDataJSON", "signature")
 """What a decision keeps of its assertion (base64url each): all ``audit verify`` needs beside the public key."""
@@ -83,6 +82,10 @@ def enrolled(response: dict[str, Any], challenge: bytes, party: RelyingParty) ->
     """A registration response (``clientDataJSON``, ``attestationObject``, base64url) checked: the credential id
     and COSE public key (base64url) and the authenticator's counter. Attestation is not asked for ("none"): who
     enrols is the signed-in person, not a device model."""
+    from fido2 import cbor  # fido2 only where passkeys are checked (about 1 MiB of a worker)
+    from fido2.utils import websafe_decode, websafe_encode
+    from fido2.webauthn import AttestationObject, CollectedClientData
+
     try:
         client = CollectedClientData(websafe_decode(response["clientDataJSON"]))
         attestation = AttestationObject(websafe_decode(response["attestationObject"]))
@@ -100,6 +103,11 @@ def enrolled(response: dict[str, Any], challenge: bytes, party: RelyingParty) ->
 
 def verify(assertion: dict[str, Any], passkey: Passkey, challenge: bytes, party: RelyingParty) -> int:
     """An assertion checked against ``passkey`` for ``challenge``: the authenticator's new counter."""
+    from fido2 import cbor
+    from fido2.cose import CoseKey
+    from fido2.utils import websafe_decode
+    from fido2.webauthn import AuthenticatorData, CollectedClientData
+
     try:
         client = CollectedClientData(websafe_decode(assertion["clientDataJSON"]))
         data = AuthenticatorData(websafe_decode(assertion["authenticatorData"]))

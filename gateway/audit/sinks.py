@@ -28,10 +28,9 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from prometheus_client import Counter
 
@@ -40,6 +39,9 @@ from gateway.config import AuditStreamSection
 from gateway.config.environ import current
 from gateway.records import AuditEntry
 from gateway.signing import SIGNATURE_HEADER, signature
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +122,8 @@ async def open_feed(section: AuditStreamSection, counter: Counter) -> AsyncItera
         yield feed
         return
     secret = webhook_secret(section) if section.webhook_url is not None else b""
+    import httpx  # only a gateway with a sink loads it (with its command line's rich and pygments: about 4 MiB)
+
     async with httpx.AsyncClient(timeout=section.webhook_timeout_seconds) as http:
         sinks: dict[str, Deliver] = {}
         if section.file is not None:
@@ -167,6 +171,8 @@ def file_sink(path: Path) -> Deliver:
 
 def webhook_sink(http: httpx.AsyncClient, url: str, secret: bytes) -> Deliver:
     """POST each entry to ``url``, signed; tried ``TRIES`` times."""
+
+    import httpx
 
     async def deliver(line: bytes) -> None:
         for attempt in range(TRIES):

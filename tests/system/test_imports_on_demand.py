@@ -1,7 +1,9 @@
-"""The SQL parsers (sqlglot for SQLite, pglast for PostgreSQL) are held only by a gateway whose config has statement
-tools: together they are about 11 MiB of a worker's resident memory, which a gateway in front of any other
-server would carry for nothing. A config with statement tools imports its dialect's parser as it is read, so a
-gateway that starts has its parser, and the first statement pays no import.
+"""What only some gateways need is imported only by them, each worth a few MiB of every worker's resident memory:
+the SQL parsers (sqlglot for SQLite, pglast for PostgreSQL, together about 11 MiB) by a config with statement
+tools, PyJWT by a JWT verifier or the page's sign-in, httpx (with the rich and pygments of its command line, about
+4 MiB) by a webhook, an introspection or a key set to fetch, and fido2 by a passkey to check. A config with
+statement tools imports its dialect's parser as it is read, so a gateway that starts has its parser, and the
+first statement pays no import.
 
 What a real ``serve`` imported is what ``python -X importtime`` writes to stderr, one line per module, whenever
 it is imported."""
@@ -22,7 +24,8 @@ from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
 
-PARSERS = ("sqlglot", "pglast")
+ON_DEMAND = ("sqlglot", "pglast", "jwt", "httpx", "rich", "pygments", "fido2")
+"""Packages the demo gateway (static tokens or none, no statement tools, no webhooks, no passkeys) never imports."""
 
 
 def imported(importtime: str) -> set[str]:
@@ -34,11 +37,11 @@ def imported(importtime: str) -> set[str]:
     return names
 
 
-def parsers(modules: set[str]) -> set[str]:
-    return {name for name in modules if name.split(".")[0] in PARSERS}
+def on_demand(modules: set[str]) -> set[str]:
+    return {name for name in modules if name.split(".")[0] in ON_DEMAND}
 
 
-async def test_a_gateway_without_statement_tools_never_imports_a_sql_parser(tmp_path: Path) -> None:
+async def test_a_gateway_without_statements_webhooks_jwts_or_passkeys_imports_none_of_those(tmp_path: Path) -> None:
     data = config_data(TENANTS, tmp_path / "backend.db", *TENANTS.seed_demo, state_dir=tmp_path / "state")
     config, port, log = write_toml(data, tmp_path / "gateway.toml"), free_port(), tmp_path / "serve.log"
     args = [PYTHON, "-X", "importtime", "-m", "gateway", "serve", "--config", str(config), "--port", str(port)]
@@ -61,8 +64,16 @@ async def test_a_gateway_without_statement_tools_never_imports_a_sql_parser(tmp_
                 assert response.status_code == 200, response.text
                 assert "structuredContent" in response.json()["result"], response.text
     modules = imported(log.read_text())
-    assert {"gateway.mcp.server", "gateway.statements.analysis", "gateway.tools.kinds.statement_execute"} <= modules
-    assert parsers(modules) == set()
+    assert {
+        "gateway.mcp.server",
+        "gateway.statements.analysis",
+        "gateway.tools.kinds.statement_execute",
+        "gateway.identity.verifiers",
+        "gateway.audit.sinks",
+        "gateway.approvals.notify",
+        "gateway.approvals.passkeys",
+    } <= modules
+    assert on_demand(modules) == set()
 
 
 def test_a_config_with_statement_tools_imports_its_dialects_parser_as_it_is_read() -> None:
