@@ -2,9 +2,9 @@
 workload (pydantic models validated and dumped, JSON, regular expressions, hashing, asyncio task switches).
 
 ``scripts/test`` states the unit tier's time budget in these (``python -m tests.support.pace`` prints one): in CI
-the tier fails once it takes longer than ``unit_budget_paces`` times what this printed on the same machine just
-before. A wall-clock budget alone would
-fail on a slower machine for no fault of the code, or pass a slowed tier on a faster one.
+the tier fails once it takes longer than ``unit_budget_paces`` times this machine's pace, taken just before the tier
+and just after (the slower counts). A wall-clock budget alone would fail on a slower machine for no fault of the
+code, or pass a slowed tier on a faster one.
 """
 
 from __future__ import annotations
