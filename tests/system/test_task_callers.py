@@ -120,6 +120,8 @@ async def waiting_task(gw: Gateway, bearer: str, *, tool_approval: bool = False)
 
 
 ALICE, EVE = "alice-static-token-0123456789", "eve-static-token-0123456789"
+SHORT_LIFE = 10
+"""Seconds a short-lived JWT stays valid: enough for a preview and a call, not for the approval after them."""
 
 
 def static(*tokens: tuple[str, list[str]]) -> dict[str, Any]:
@@ -235,8 +237,10 @@ async def test_a_jwt_that_expired_before_the_approval_writes_nothing(tmp_path: P
     gw = Gateway(tmp_path)
     async with identity_provider({}) as idp:
         auth = {"verifier": "jwt", "jwt": {"issuer": ISSUER, "jwks_url": f"{idp}/jwks.json", "leeway_seconds": 0}}
-        short = token(gw.url, client="alice", scopes=" ".join(BOTH), exp=int(time.time()) + 4)
         async with serve(gw.config(auth), gw.port, env=SECRET):
+            # Issued once the gateway is up, and alive long enough to preview and call on a slow machine (a 2-core
+            # machine took over 4 s from a token issued before the start): it must expire while people decide.
+            short = token(gw.url, client="alice", scopes=" ".join(BOTH), exp=int(time.time()) + SHORT_LIFE)
             task_id, approval_id, key = await waiting_task(gw, short)
             before = gw.backend()
             held = gw.holds(short)
