@@ -24,6 +24,9 @@ BUILT_IN = "the built-in demo config; state in the platform state dir"
 OPERATOR_ACTIONS = ("sessions", "passkeys")
 """The ``approvals`` actions an operator runs against the store itself (the others call the page's API)."""
 
+VALUED = ("--revoke", "--person")
+"""The options whose value is an id or a subject an operator copies from a listing, which may start with '-'."""
+
 log = logging.getLogger("gateway")
 
 
@@ -192,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         help="decide without a person at a terminal: token from --token-env, no question asked (a script's way;"
         " any program that can read that variable can then approve)",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(joined_values(sys.argv[1:] if argv is None else argv))
     if args.command == "approvals" and args.action in ("approve", "reject") and not args.ids:
         parser.error(f"approvals {args.action} needs at least one APPROVAL_ID")
     if args.command == "approvals" and args.action not in OPERATOR_ACTIONS and (args.revoke or args.person):
@@ -203,6 +206,20 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`audit list | head`): stop quietly, and keep Python's exit-time flush quiet too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def joined_values(argv: list[str]) -> list[str]:
+    """``--revoke -Ab3`` as ``--revoke=-Ab3``: the ids an operator names are base64url, so one in 64 starts with '-',
+    and argparse would read it as an option and refuse the command (``--person`` likewise). Words after ``--`` and a
+    flag with nothing after it are left as they are."""
+    joined: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return [*joined, word, *words]
+        following = next(words, None) if word in VALUED else None
+        joined.append(word if following is None else f"{word}={following}")
+    return joined
 
 
 def port_number(text: str) -> int:
