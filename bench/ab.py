@@ -1,0 +1,186 @@
+"""``python -m bench.ab REV``: this checkout's gateway beside the gateway at git revision REV, one read at a time.
+
+Both run ``serve`` with the bench's config (the demo data, a stdio backend child each, a SQLite store, no rate
+limit), each from its own tree (REV's is extracted with ``git archive`` into a temporary folder), on this
+checkout's Python and environment: what differs is the gateway's code. A package REV needs and this environment
+lacks makes REV's gateway fail to start (its log is printed); one this checkout added is only loaded by the code
+that imports it. Each backend child starts in the config's folder, so both gateways run this environment's
+installed ``legacy_backend``.
+
+One wire client (bench/wire.py, 2026-07-28 or 2025-11-25) calls ``list_tenants {}`` on each gateway in turn:
+``--rounds`` rounds of ``--calls`` calls, the order alternated every round, after a warm-up. Per round and gateway:
+the gateway process's CPU per call (utime + stime from /proc, its backend child apart), the child's, and the
+median latency. The figures are the medians of the per-round ratios this / REV, so a machine that slows for a
+while slows both sides of a ratio alike; a ratio of the code with itself shows the harness's noise.
+
+    python -m bench.ab REV [--era 2026-07-28|2025-11-25] [--rounds 6] [--calls 600] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench import procs
+from bench.wire import PROTOCOL, STATELESS, WireClient
+from tests.support.processes import PYTHON, ROOT, Proc, free_port
+
+CALL: tuple[str, dict[str, Any]] = ("list_tenants", {})
+WARM_UP = 200
+SIDES = ("this", "rev")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One round on one gateway: CPU per call of the gateway and of its backend child (ms), median latency (ms)."""
+
+    server_ms: float
+    child_ms: float
+    latency_ms: float
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.splitlines()[0])
+    parser.add_argument("rev", help="the git revision to compare this checkout with (a commit, tag or branch)")
+    parser.add_argument("--era", choices=[STATELESS, PROTOCOL], default=STATELESS, help="the clients' protocol")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--calls", type=int, default=600, help="calls per round and gateway")
+    parser.add_argument("--json", type=Path, help="also write the rounds and the medians to this file")
+    args = parser.parse_args(argv)
+    commit = _commit(args.rev)
+    print(f"this checkout ({_commit('HEAD')[:12]}, working tree included) / {args.rev} ({commit[:12]}), {args.era}")
+    print(f"load average at the start: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        trees = {"this": ROOT, "rev": _extract(commit, work / "rev")}
+        servers = {side: stack.enter_context(_gateway(side, trees[side], work)) for side in SIDES}
+        rounds = anyio.run(_rounds, servers, args.era, args.rounds, args.calls)
+    summary = _summary(rounds)
+    for number, each in enumerate(rounds):
+        print(f"  round {number}: " + " | ".join(f"{side} {_brief(each[side])}" for side in SIDES))
+    print(
+        f"this / {args.rev}: gateway CPU per call {summary['server']:.3f}x, median latency {summary['latency']:.3f}x"
+        f" (backend child's CPU per call {summary['child']:.3f}x)"
+    )
+    print(f"load average at the end: {os.getloadavg()}")
+    if args.json is not None:
+        found = {"rev": args.rev, "commit": commit, "era": args.era, "calls": args.calls, "ratios": summary}
+        found["rounds"] = [{side: vars(each[side]) for side in SIDES} for each in rounds]
+        args.json.write_text(json.dumps(found, indent=2) + "\n")
+    return 0
+
+
+def _commit(rev: str) -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"python -m bench.ab: {rev!r} is not a commit of this repository: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _extract(commit: str, into: Path) -> Path:
+    """The tree of ``commit``, written out under ``into``."""
+    archive = subprocess.run(["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True, check=True)
+    into.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+@contextmanager
+def _gateway(side: str, tree: Path, work: Path) -> Iterator[procs.Server]:
+    """``serve`` from ``tree`` (its ``gateway`` package first on the path: the command runs in that folder)."""
+    folder = work / side
+    folder.mkdir(exist_ok=True)
+    db = folder / "backend.db"
+    procs.seed_database(db, tenants=None)
+    store = f"sqlite:{folder}/store.db"
+    config = procs.gateway_config(folder / "gateway.toml", db, store=store, tenants=None, state_dir=folder / "state")
+    port = free_port()
+    args = [PYTHON, "-m", "gateway", "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
+    proc = Proc(args, port, folder / "serve.log", cwd=tree)
+    try:
+        proc.start()
+    except Exception:
+        print(f"{side} ({tree}) did not start; its log:\n{proc.log.read_text()}", file=sys.stderr)
+        raise
+    try:
+        yield procs.Server(side, proc)
+    finally:
+        proc.stop()
+
+
+async def _rounds(servers: dict[str, procs.Server], era: str, rounds: int, calls: int) -> list[dict[str, Sample]]:
+    async with (
+        WireClient(servers["this"].url, protocol=era) as this,
+        WireClient(servers["rev"].url, protocol=era) as rev,
+    ):
+        clients = {"this": this, "rev": rev}
+        for side in SIDES:
+            await _median_latency(clients[side], WARM_UP)
+        found: list[dict[str, Sample]] = []
+        for number in range(rounds):
+            each: dict[str, Sample] = {}
+            for side in SIDES if number % 2 == 0 else SIDES[::-1]:
+                each[side] = await _sample(clients[side], servers[side], calls)
+            found.append(each)
+        return found
+
+
+async def _sample(client: WireClient, server: procs.Server, calls: int) -> Sample:
+    before = server.cpu_seconds()
+    latency = await _median_latency(client, calls)
+    after = server.cpu_seconds()
+    per_call = 1000 / calls
+    return Sample(
+        (after["server"] - before["server"]) * per_call,
+        (after["children"] - before["children"]) * per_call,
+        latency * 1000,
+    )
+
+
+async def _median_latency(client: WireClient, calls: int) -> float:
+    latencies = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        result = await client.call_tool(*CALL)
+        latencies.append(time.perf_counter() - started)
+        if result.get("isError"):
+            raise RuntimeError(f"{CALL[0]} failed: {result}")
+    return statistics.median(latencies)
+
+
+def _summary(rounds: list[dict[str, Sample]]) -> dict[str, float]:
+    """The medians of the per-round ratios this / rev."""
+
+    def ratio(field: str) -> float:
+        pairs = [(float(getattr(each["this"], field)), float(getattr(each["rev"], field))) for each in rounds]
+        if any(rev <= 0 for _, rev in pairs):
+            raise SystemExit(f"python -m bench.ab: a round measured no {field} for REV; give more --calls")
+        return statistics.median(this / rev for this, rev in pairs)
+
+    return {"server": ratio("server_ms"), "child": ratio("child_ms"), "latency": ratio("latency_ms")}
+
+
+def _brief(sample: Sample) -> str:
+    return f"CPU {sample.server_ms:.3f} ms (+{sample.child_ms:.3f}), median {sample.latency_ms:.3f} ms"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
