@@ -1,10 +1,10 @@
 """``python -m bench.ab REV``: this checkout's gateway beside the gateway at git revision REV, one read at a time.
 
 Both run ``serve`` with the bench's config (the demo data, a stdio backend child each, a SQLite store, no rate
-limit), each from its own tree (REV's is extracted with ``git archive`` into a temporary folder), on this
-checkout's Python and environment: what differs is the gateway's code. A package REV needs and this environment
-lacks makes REV's gateway fail to start (its log is printed); one this checkout added is only loaded by the code
-that imports it. Each backend child starts in the config's folder, so both gateways run this environment's
+limit; each config written by its own tree's bench/procs.py), each from its own tree (REV's is extracted with
+``git archive`` into a temporary folder), on this checkout's Python and environment: what differs is the gateway's
+code. A package REV needs and this environment lacks makes REV's gateway fail to start (its log is printed); one
+this checkout added is only loaded by the code that imports it. Each backend child starts in the config's folder, so both gateways run this environment's
 installed ``legacy_backend``.
 
 One wire client (bench/wire.py, 2026-07-28 or 2025-11-25) calls ``list_tenants {}`` on each gateway in turn:
@@ -108,10 +108,7 @@ def _gateway(side: str, tree: Path, work: Path) -> Iterator[procs.Server]:
     """``serve`` from ``tree`` (its ``gateway`` package first on the path: the command runs in that folder)."""
     folder = work / side
     folder.mkdir(exist_ok=True)
-    db = folder / "backend.db"
-    procs.seed_database(db, tenants=None)
-    store = f"sqlite:{folder}/store.db"
-    config = procs.gateway_config(folder / "gateway.toml", db, store=store, tenants=None, state_dir=folder / "state")
+    config = _config(tree, folder)
     port = free_port()
     args = [PYTHON, "-m", "gateway", "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
     proc = Proc(args, port, folder / "serve.log", cwd=tree)
@@ -124,6 +121,19 @@ def _gateway(side: str, tree: Path, work: Path) -> Iterator[procs.Server]:
         yield procs.Server(side, proc)
     finally:
         proc.stop()
+
+
+def _config(tree: Path, folder: Path) -> Path:
+    """The bench's config as ``tree``'s own bench/procs.py writes it (a config key a later tree added would stop an
+    earlier gateway), over a demo database seeded in ``folder``."""
+    script = (
+        "import sys; from pathlib import Path; from bench import procs; folder = Path(sys.argv[1]);"
+        " procs.seed_database(folder / 'backend.db', tenants=None);"
+        " procs.gateway_config(folder / 'gateway.toml', folder / 'backend.db', store=f'sqlite:{folder}/store.db',"
+        " tenants=None, state_dir=folder / 'state')"
+    )
+    subprocess.run([PYTHON, "-c", script, str(folder)], cwd=tree, check=True)
+    return folder / "gateway.toml"
 
 
 async def _rounds(servers: dict[str, procs.Server], era: str, rounds: int, calls: int) -> list[dict[str, Sample]]:
