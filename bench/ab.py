@@ -1,19 +1,22 @@
 """``python -m bench.ab REV``: this checkout's gateway beside the gateway at git revision REV, one read at a time.
 
-Both run ``serve`` with the bench's config (the demo data, a stdio backend child each, a SQLite store, no rate
-limit; each config written by its own tree's bench/procs.py), each from its own tree (REV's is extracted with
-``git archive`` into a temporary folder), on this checkout's Python and environment: what differs is the gateway's
-code. A package REV needs and this environment lacks makes REV's gateway fail to start (its log is printed); one
-this checkout added is only loaded by the code that imports it. Each backend child starts in the config's folder, so both gateways run this environment's
-installed ``legacy_backend``.
+Both run ``serve`` with the bench's config (the demo data, a stdio backend child each, a SQLite store or with
+``--store redis`` a Redis server each, no rate limit; each config written by its own tree's bench/procs.py), each
+from its own tree (REV's is extracted with ``git archive`` into a temporary folder), on this checkout's Python and
+environment: what differs is the gateway's code. A package REV needs and this environment lacks makes REV's
+gateway fail to start (its log is printed); one this checkout added is only loaded by the code that imports it.
+Each backend child starts in the config's folder, so both gateways run this environment's installed
+``legacy_backend``.
 
 One wire client (bench/wire.py, 2026-07-28 or 2025-11-25) calls ``list_tenants {}`` on each gateway in turn:
 ``--rounds`` rounds of ``--calls`` calls, the order alternated every round, after a warm-up. Per round and gateway:
 the gateway process's CPU per call (utime + stime from /proc, its backend child apart), the child's, and the
 median latency. The figures are the medians of the per-round ratios this / REV, so a machine that slows for a
-while slows both sides of a ratio alike; a ratio of the code with itself shows the harness's noise.
+while slows both sides of a ratio alike; a ratio of the code with itself shows the harness's noise. Each gateway
+process's resident memory after the rounds is printed too.
 
-    python -m bench.ab REV [--era 2026-07-28|2025-11-25] [--rounds 6] [--calls 600] [--json FILE]
+    python -m bench.ab REV [--era 2026-07-28|2025-11-25] [--store sqlite|redis] [--rounds 6] [--calls 600]
+                           [--json FILE]
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--era", choices=[STATELESS, PROTOCOL], default=STATELESS, help="the clients' protocol")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--calls", type=int, default=600, help="calls per round and gateway")
+    parser.add_argument("--store", choices=["sqlite", "redis"], default="sqlite", help="each gateway's own store")
     parser.add_argument("--json", type=Path, help="also write the rounds and the medians to this file")
     args = parser.parse_args(argv)
     commit = _commit(args.rev)
@@ -68,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, ExitStack() as stack:
         work = Path(tmp)
         trees = {"this": ROOT, "rev": _extract(commit, work / "rev")}
-        servers = {side: stack.enter_context(_gateway(side, trees[side], work)) for side in SIDES}
+        stores = {side: procs.store_url(args.store, work, stack, side) for side in SIDES}
+        servers = {side: stack.enter_context(_gateway(side, trees[side], work, stores[side])) for side in SIDES}
         rounds = anyio.run(_rounds, servers, args.era, args.rounds, args.calls)
+        rss = {side: round(servers[side].rss_mib(children=False), 1) for side in SIDES}
     summary = _summary(rounds)
     for number, each in enumerate(rounds):
         print(f"  round {number}: " + " | ".join(f"{side} {_brief(each[side])}" for side in SIDES))
@@ -77,9 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         f"this / {args.rev}: gateway CPU per call {summary['server']:.3f}x, median latency {summary['latency']:.3f}x"
         f" (backend child's CPU per call {summary['child']:.3f}x)"
     )
+    print(
+        f"resident memory of the gateway process after the rounds: this {rss['this']} MiB, {args.rev} {rss['rev']} MiB"
+    )
     print(f"load average at the end: {os.getloadavg()}")
     if args.json is not None:
-        found = {"rev": args.rev, "commit": commit, "era": args.era, "calls": args.calls, "ratios": summary}
+        found = {"rev": args.rev, "commit": commit, "era": args.era, "store": args.store, "calls": args.calls}
+        found |= {"ratios": summary, "rss_mib": rss}
         found["rounds"] = [{side: vars(each[side]) for side in SIDES} for each in rounds]
         args.json.write_text(json.dumps(found, indent=2) + "\n")
     return 0
@@ -104,11 +114,11 @@ def _extract(commit: str, into: Path) -> Path:
 
 
 @contextmanager
-def _gateway(side: str, tree: Path, work: Path) -> Iterator[procs.Server]:
+def _gateway(side: str, tree: Path, work: Path, store: str) -> Iterator[procs.Server]:
     """``serve`` from ``tree`` (its ``gateway`` package first on the path: the command runs in that folder)."""
     folder = work / side
     folder.mkdir(exist_ok=True)
-    config = _config(tree, folder)
+    config = _config(tree, folder, store)
     port = free_port()
     args = [PYTHON, "-m", "gateway", "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
     proc = Proc(args, port, folder / "serve.log", cwd=tree)
@@ -123,16 +133,16 @@ def _gateway(side: str, tree: Path, work: Path) -> Iterator[procs.Server]:
         proc.stop()
 
 
-def _config(tree: Path, folder: Path) -> Path:
+def _config(tree: Path, folder: Path, store: str) -> Path:
     """The bench's config as ``tree``'s own bench/procs.py writes it (a config key a later tree added would stop an
     earlier gateway), over a demo database seeded in ``folder``."""
     script = (
         "import sys; from pathlib import Path; from bench import procs; folder = Path(sys.argv[1]);"
         " procs.seed_database(folder / 'backend.db', tenants=None);"
-        " procs.gateway_config(folder / 'gateway.toml', folder / 'backend.db', store=f'sqlite:{folder}/store.db',"
+        " procs.gateway_config(folder / 'gateway.toml', folder / 'backend.db', store=sys.argv[2],"
         " tenants=None, state_dir=folder / 'state')"
     )
-    subprocess.run([PYTHON, "-c", script, str(folder)], cwd=tree, check=True)
+    subprocess.run([PYTHON, "-c", script, str(folder), store], cwd=tree, check=True)
     return folder / "gateway.toml"
 
 

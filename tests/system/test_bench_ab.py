@@ -19,6 +19,7 @@ def test_the_checkout_beside_its_own_commit_gives_every_round_and_the_ratios(tmp
     samples = [sample for each in found["rounds"] for sample in each.values()]
     assert all(sample["server_ms"] > 0 and sample["child_ms"] > 0 and sample["latency_ms"] > 0 for sample in samples)
     assert set(found["ratios"]) == {"server", "child", "latency"} and all(r > 0 for r in found["ratios"].values())
+    assert found["store"] == "sqlite" and all(mib > 20 for mib in found["rss_mib"].values())
     assert "gateway CPU per call" in done.stdout and found["commit"] in subprocess.check_output(
         ["git", "rev-parse", "HEAD"], cwd=ROOT, text=True
     )
