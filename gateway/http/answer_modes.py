@@ -26,9 +26,10 @@ Sessions cost memory (tens of KB each) and the table is bounded (``max_sessions`
 it. A request that would open a session first takes a place in its caller's quota (gateway/http/quota.py) and a
 token from the caller's rate-limit bucket, or gets HTTP 429; and a session that has not called a tool yet expires
 after ``unused_idle`` seconds without a request in flight instead of the full idle timeout. Two more private hooks
-carry this: the manager's ``_handle_stateful_request`` (only a request without a session id opens one) and
-``_discard_session`` (every way a session ends passes there, so its place is given back); the transport's idle
-countdown is shortened through its public ``idle_scope``. tests/system/test_session_limits.py guards them.
+carry this: the manager's ``_handle_stateful_request`` (only a POSTed ``initialize`` without a session id opens
+one; anything else gets 400 and no session id, and costs no token) and ``_discard_session`` (every way a session
+ends passes there, so its place is given back); the transport's idle countdown is shortened through its public
+``idle_scope``. tests/system/test_session_limits.py guards them.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.errors import Code, StoreUnavailable
+from gateway.http.bodies import read_capped, replayed
 from gateway.http.quota import Opening, SessionQuota
 
 _answer_with_json: ContextVar[bool] = ContextVar("answer_with_json", default=False)
@@ -203,9 +205,14 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
         if MCP_SESSION_ID_HEADER in Headers(scope=scope):
             await super()._handle_stateful_request(scope, receive, send)
             return
-        if scope["method"] != "POST":
-            # Only a POSTed initialize opens a session; the SDK would open one here only to refuse the request
-            # and hand out its id, which then answers 404.
+        # Only a POSTed initialize opens a session; the SDK would open one here only to refuse anything else and
+        # hand out its id, which then answers 404 (and the caller would have paid a token of their bucket for it).
+        refused = scope["method"] != "POST"
+        if not refused:
+            body, complete = await read_capped(receive, self.max_request_body_size)
+            receive = replayed(body, receive, complete=complete)
+            refused = complete and _not_an_initialize(body)
+        if refused:
             message = "Bad Request: Missing session ID (a session opens with a POSTed initialize)."
             await _refusal(400, None, message)(scope, receive, send)
             return
@@ -261,6 +268,16 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
     async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self._quota.discard(session_id)
         await super()._discard_session(session_id, transport)
+
+
+def _not_an_initialize(body: bytes) -> bool:
+    """Whether a body is a JSON-RPC message other than ``initialize`` (what is not JSON, or not one object, the SDK
+    answers as it does any malformed body)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") != "initialize"
 
 
 def _refusal(

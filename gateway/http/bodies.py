@@ -1,5 +1,6 @@
 """Request bodies are bounded before anything reads them, on every route but ``/mcp`` (which the SDK caps at
-``[limits] max_body_bytes`` itself).
+``[limits] max_body_bytes`` itself; what the gateway reads there first, ``read_capped`` reads within that cap and
+``replayed`` gives back).
 
 The approval page takes small forms (a CSRF token, a decision, a few ids) and its JSON API one small object, so a
 body past PAGE_BODY_BYTES is refused with 413 as soon as its ``Content-Length`` says so, or as soon as that many
@@ -52,6 +53,21 @@ class BodyCap:
             await _refuse(415, "This route takes no multipart body.", scope, receive, send)
             return
         await self.app(scope, replayed(bytes(body), receive), send)
+
+
+async def read_capped(receive: Receive, max_bytes: int) -> tuple[bytes, bool]:
+    """A request's body, read up to ``max_bytes``: (what was read, whether that is all of it within the cap). Give
+    it back with ``replayed(body, receive, complete=...)`` to whoever answers the request."""
+    chunks = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(chunks), False
+        chunks += message.get("body", b"")
+        if len(chunks) > max_bytes:
+            return bytes(chunks), False
+        if not message.get("more_body", False):
+            return bytes(chunks), True
 
 
 def replayed(body: bytes, receive: Receive, *, complete: bool = True) -> Receive:

@@ -46,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.http.bodies import replayed
+from gateway.http.bodies import read_capped, replayed
 from gateway.observability import tracing
 
 VERSION_HEADER = b"mcp-protocol-version"
@@ -84,23 +84,10 @@ class LeanCalls:
         if [value for name, value in scope["headers"] if name == VERSION_HEADER] != [STATELESS]:
             await self.sdk(scope, receive, send)
             return
-        body, complete = await self._body(receive)
+        body, complete = await read_capped(receive, self.max_body)
         again = replayed(body, receive, complete=complete)
         if not complete or not await self._answer(scope, body, again, send):
             await self.sdk(scope, again, send)
-
-    async def _body(self, receive: Receive) -> tuple[bytes, bool]:
-        """The body, read up to the cap: (what was read, whether that is all of it within the cap)."""
-        chunks = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return bytes(chunks), False
-            chunks += message.get("body", b"")
-            if len(chunks) > self.max_body:
-                return bytes(chunks), False
-            if not message.get("more_body", False):
-                return bytes(chunks), True
 
     async def _answer(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Answer the request if it is one for this path (True); else leave it untouched for the SDK (False)."""

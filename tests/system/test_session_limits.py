@@ -130,6 +130,24 @@ async def test_initialize_takes_a_token_from_the_callers_bucket(tmp_path: Path) 
     assert '\\"code\\":\\"rate_limited\\"' in listed.text
 
 
+async def test_a_request_without_a_session_that_is_not_initialize_opens_none_and_takes_no_token(tmp_path: Path) -> None:
+    """Only an initialize opens a session: a tool call (or anything else) POSTed without a session id is refused
+    with 400 and no session id that would then answer 404, and it costs the caller no token of their bucket."""
+
+    def limited(data: dict[str, Any]) -> None:
+        data["rate_limits"] = {"per_caller": {"per_second": 0.001, "burst": 1}}
+
+    async with gateway(tmp_path, limited) as served, httpx.AsyncClient(timeout=60) as http:
+        url = served.url
+        stray = [await http.post(url, json=message, headers=bearer("greedy")) for message in (LIST, INITIALIZED)]
+        opened = await open_session(http, url, "greedy")
+    for answer in stray:
+        assert answer.status_code == 400, answer.text
+        assert "mcp-session-id" not in answer.headers
+        assert "Missing session ID" in answer.json()["error"]["message"]
+    assert opened.status_code == 200, opened.text
+
+
 async def test_a_session_that_never_called_a_tool_expires_soon_and_frees_its_place(tmp_path: Path) -> None:
     def short(data: dict[str, Any]) -> None:
         data["http"] = {**data.get("http", {}), "unused_session_idle_seconds": 1, "max_sessions_per_caller": 2}
