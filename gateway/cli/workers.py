@@ -4,9 +4,10 @@ The supervisor binds the port (gateway/http/sockets.py), then forks N workers be
 runs the ordinary HTTP ``serve`` on a socket of its own bound to the same port with SO_REUSEPORT, and the kernel
 spreads new connections evenly over the workers' sockets (on one shared socket, whichever worker woke first
 accepted every connection waiting). The supervisor's own socket holds the port and never listens. A worker that
-dies is replaced (at most once a second, so a worker that cannot start does not spin); one that fails logs why. On
-SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
-write in flight settles) and closes its store, and the supervisor returns once all have exited.
+dies is replaced after a pause of a second, doubled for every death in a row soon after a start, up to a minute: a
+worker that cannot start neither spins nor leaves a new set of metrics files (below) every second. One that fails
+logs why. On SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a
+confirmed write in flight settles) and closes its store, and the supervisor returns once all have exited.
 
 Metrics are one view: the supervisor makes a private directory (mode 0700, under ``$TMPDIR``) where every worker
 keeps its values (gateway/observability/metrics.py), so a scrape of the shared port, whichever worker takes it,
@@ -35,7 +36,11 @@ from gateway.observability.metrics import share_between_workers
 log = logging.getLogger("gateway")
 
 RESTART_PAUSE = 1.0
-"""Seconds between two replacements of a dead worker."""
+"""Seconds before a dead worker is replaced; doubled for each death in a row that came soon after its start."""
+LONGEST_PAUSE = 60.0
+"""The most a dead worker's replacement waits (a worker that cannot start is tried once a minute)."""
+STEADY_SECONDS = 60.0
+"""A worker that lived this long died of something else than its start: its replacement waits RESTART_PAUSE."""
 
 
 def workers_refusal(store: str, workers: int) -> str | None:
@@ -61,8 +66,15 @@ def supervise(workers: int, run_worker: Callable[[], int]) -> int:
         shutil.rmtree(shared, ignore_errors=True)
 
 
+def restart_pause(quick_deaths: int) -> float:
+    """Seconds before a worker's replacement starts, after ``quick_deaths`` deaths in a row soon after a start."""
+    return min(LONGEST_PAUSE, RESTART_PAUSE * 2.0 ** max(0, quick_deaths - 1))
+
+
 def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
     alive: dict[int, int] = {}
+    started_at: dict[int, float] = {}
+    quick_deaths: dict[int, int] = {}
     stopping = False
 
     def start(slot: int) -> None:
@@ -79,6 +91,7 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
             finally:
                 os._exit(code)
         alive[pid] = slot
+        started_at[slot] = time.monotonic()
         log.info("worker %d started (pid %d)", slot, pid)
 
     def stop(signum: int, frame: object) -> None:
@@ -106,8 +119,13 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
         if stopping:
             log.info("worker %d (pid %d) stopped", slot, pid)
             continue
-        log.warning("worker %d (pid %d) ended (%s); starting another", slot, pid, _how(status))
-        time.sleep(RESTART_PAUSE)
+        lived = time.monotonic() - started_at[slot]
+        quick_deaths[slot] = quick_deaths.get(slot, 0) + 1 if lived < STEADY_SECONDS else 1
+        pause = restart_pause(quick_deaths[slot])
+        log.warning("worker %d (pid %d) ended (%s); starting another in %g s", slot, pid, _how(status), pause)
+        deadline = time.monotonic() + pause
+        while not stopping and time.monotonic() < deadline:  # a stop ends the pause (a sleep would outlast it)
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         if not stopping:
             start(slot)
     return 0

@@ -1,6 +1,7 @@
 """The supervisor of ``serve --workers N`` (gateway/cli/workers.py) with real forks, in a child interpreter so that
 no test process forks: a worker that raises is logged with its reason, SIGTERM then ends the supervisor with status
-0, and its metrics directory is gone afterwards."""
+0, and its metrics directory is gone afterwards; a worker that dies at every start is replaced ever more slowly, and
+a stop does not wait for the pause."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from gateway.cli.workers import LONGEST_PAUSE, RESTART_PAUSE, restart_pause
 
 SUPERVISED = """
 import logging, sys
@@ -21,6 +24,7 @@ def worker() -> int:
 
 sys.exit(supervise(1, worker))
 """
+DIES_AT_ONCE = SUPERVISED.replace('raise RuntimeError("the worker could not start: boom")', "return 3")
 
 
 def test_a_worker_that_raises_says_why_and_sigterm_still_ends_the_supervisor(tmp_path: Path) -> None:
@@ -38,3 +42,47 @@ def test_a_worker_that_raises_says_why_and_sigterm_still_ends_the_supervisor(tmp
     assert "RuntimeError: the worker could not start: boom" in said, said
     assert "worker 0 (pid" in said and ") failed" in said
     assert list(temporary.iterdir()) == []  # the metrics directory went with the supervisor
+
+
+def test_the_pause_before_a_replacement_doubles_with_each_quick_death_up_to_a_minute() -> None:
+    assert [restart_pause(deaths) for deaths in range(1, 9)] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    assert restart_pause(1) == RESTART_PAUSE and restart_pause(100) == LONGEST_PAUSE
+
+
+def supervised_dying(tmp_path: Path, first_pause: float) -> tuple[subprocess.Popen[bytes], Path]:
+    """A supervisor (in a child interpreter) of one worker that exits at once, its first pause ``first_pause``."""
+    log = tmp_path / "stderr.log"
+    script = DIES_AT_ONCE.replace(
+        "def worker", f"import gateway.cli.workers\ngateway.cli.workers.RESTART_PAUSE = {first_pause}\ndef worker"
+    )
+    with log.open("w") as stderr:
+        return subprocess.Popen([sys.executable, "-c", script], stderr=stderr), log
+
+
+def said_when(log: Path, words: str) -> str:
+    deadline = time.monotonic() + 30
+    while words not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return log.read_text()
+
+
+def test_a_worker_that_dies_at_every_start_is_replaced_ever_more_slowly(tmp_path: Path) -> None:
+    child, log = supervised_dying(tmp_path, 0.05)
+    try:
+        said = said_when(log, "starting another in 0.4 s")
+    finally:
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 0, log.read_text()
+    pauses = [line.rsplit("starting another in ", 1)[1] for line in said.splitlines() if "starting another" in line]
+    assert pauses == ["0.05 s", "0.1 s", "0.2 s", "0.4 s"], said
+    assert said.count("started (pid") == 4 and "ended (exit 3)" in said
+
+
+def test_a_stop_does_not_wait_for_the_pause_before_a_replacement(tmp_path: Path) -> None:
+    child, log = supervised_dying(tmp_path, 30.0)
+    said_when(log, "starting another in 30 s")
+    asked = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=30) == 0, log.read_text()
+    assert time.monotonic() - asked < 10  # not the 30 s of the pause
+    assert log.read_text().count("started (pid") == 1
