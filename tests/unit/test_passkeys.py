@@ -350,6 +350,23 @@ async def test_registering_a_passkey_needs_a_recent_sign_in(world: World) -> Non
     assert [entry for entry in await audit(world.gw) if entry.outcome == entries.PASSKEY] == []
 
 
+async def operator_store(tmp_path: Path, keys: list[tuple[str, str]]) -> tuple[dict[str, Any], Any]:
+    """A config over a SQLite store holding these (credential id, subject) passkeys, enrolled in that order."""
+    from gateway.audit.chain import ChainKeys
+    from gateway.identity.secrets import load_audit_keys
+    from gateway.stores import open_store
+
+    data = config_data(TENANTS, tmp_path / "backend.db", store=f"sqlite:{tmp_path}/gateway.db", state_dir=tmp_path)
+    config = parse_config(data)
+    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
+    try:
+        for number, (credential, who) in enumerate(keys):
+            await store.put_passkey(Passkey(credential, "pk", person_id("static", who), who, "key", number))
+    finally:
+        await store.close()
+    return data, config
+
+
 async def test_the_operator_lists_and_revokes_a_persons_passkeys_and_each_revoke_is_audited(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -358,14 +375,8 @@ async def test_the_operator_lists_and_revokes_a_persons_passkeys_and_each_revoke
     from gateway.identity.secrets import load_audit_keys
     from gateway.stores import open_store
 
-    data = config_data(TENANTS, tmp_path / "backend.db", store=f"sqlite:{tmp_path}/gateway.db", state_dir=tmp_path)
-    config = parse_config(data)
-    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
-    try:
-        for number, who in enumerate(("bob", "bob", "carol")):
-            await store.put_passkey(Passkey(f"cred-{number}", "pk", person_id("static", who), who, "key", number))
-    finally:
-        await store.close()
+    keys = [(f"cred-{number}", who) for number, who in enumerate(("bob", "bob", "carol"))]
+    _, config = await operator_store(tmp_path, keys)
     assert await operator.run(config, [], None, True) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(each["credentialId"], each["subject"], each["revokedAt"]) for each in listed] == [
@@ -453,19 +464,9 @@ async def test_a_credential_id_that_starts_with_a_dash_is_revoked_by_the_command
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Base64url ids begin with '-' one time in 64: the command line takes one as a value, not as an option."""
-    from gateway.audit.chain import ChainKeys
     from gateway.cli.main import main
-    from gateway.identity.secrets import load_audit_keys
-    from gateway.stores import open_store
 
-    data = config_data(TENANTS, tmp_path / "backend.db", store=f"sqlite:{tmp_path}/gateway.db", state_dir=tmp_path)
-    config = parse_config(data)
-    store = open_store(config.gateway.store, ChainKeys(load_audit_keys(config.gateway.state_path())))
-    try:
-        await store.put_passkey(Passkey("-Ab3", "pk", person_id("static", "bob"), "bob", "key", 0))
-        await store.put_passkey(Passkey("-Zz9", "pk", person_id("static", "bob"), "bob", "key", 1))
-    finally:
-        await store.close()
+    data, _ = await operator_store(tmp_path, [("-Ab3", "bob"), ("-Zz9", "bob")])
     path = write_toml(data, tmp_path / "gateway.toml")
     command = ["approvals", "passkeys", "--config", str(path)]
     assert await anyio.to_thread.run_sync(main, [*command, "--revoke", "-Ab3", "--revoke=-Zz9"]) == 0
