@@ -210,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def joined_values(argv: list[str]) -> list[str]:
     """``--revoke -Ab3`` as ``--revoke=-Ab3``: the ids an operator names are base64url, so one in 64 starts with '-',
-    and argparse would read it as an option and refuse the command (``--person`` likewise). Words after ``--`` and a
-    flag with nothing after it are left as they are."""
+    and argparse would read it as an option and refuse the command (``--person`` likewise). Only ``approvals``
+    takes these; words after ``--`` and a flag with nothing after it are left as they are."""
+    if argv[:1] != ["approvals"]:
+        return argv
     joined: list[str] = []
     words = iter(argv)
     for word in words:

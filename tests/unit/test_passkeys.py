@@ -474,3 +474,7 @@ async def test_a_credential_id_that_starts_with_a_dash_is_revoked_by_the_command
     assert sorted(line.split()[:2] for line in said) == [["revoked", "-Ab3"], ["revoked", "-Zz9"]]
     with pytest.raises(SystemExit):  # a missing value is still refused, not taken from the next option
         main([*command, "--revoke"])
+    from gateway.cli.main import joined_values
+
+    assert joined_values(["call", "t", "--revoke", "-x"]) == ["call", "t", "--revoke", "-x"]  # approvals' only
+    assert joined_values(["approvals", "passkeys", "--", "--revoke", "-x"])[-2:] == ["--revoke", "-x"]
