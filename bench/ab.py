@@ -2,8 +2,11 @@
 
 Both run ``serve`` with the bench's config (the demo data, a stdio backend child each, a SQLite store or with
 ``--store redis`` a Redis server each, no rate limit; each config written by its own tree's bench/procs.py), each
-from its own tree (REV's is extracted with ``git archive`` into a temporary folder), on this checkout's Python and
-environment: what differs is the gateway's code. A package REV needs and this environment lacks makes REV's
+from its own tree extracted with ``git archive`` into a temporary folder (this checkout's: its tracked files as
+they are, uncommitted changes included, through ``git stash create``; untracked files are not in it), on this
+checkout's Python and environment: what differs is the gateway's code. Both trees are alike in every other way (a
+gateway run from this checkout itself used about 6% less CPU per call than the same code run from an extracted
+copy, whatever the cause). A package REV needs and this environment lacks makes REV's
 gateway fail to start (its log is printed); one this checkout added is only loaded by the code that imports it.
 Each backend child starts in the config's folder, so both gateways run this environment's installed
 ``legacy_backend``.
@@ -67,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rounds and the medians to this file")
     args = parser.parse_args(argv)
     commit = _commit(args.rev)
-    print(f"this checkout ({_commit('HEAD')[:12]}, working tree included) / {args.rev} ({commit[:12]}), {args.era}")
+    this = _snapshot()
+    print(f"this checkout ({this[:12]}: HEAD and its uncommitted changes) / {args.rev} ({commit[:12]}), {args.era}")
     print(f"load average at the start: {os.getloadavg()}")
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp, ExitStack() as stack:
         work = Path(tmp)
-        trees = {"this": ROOT, "rev": _extract(commit, work / "rev")}
+        trees = {"this": _extract(this, work / "this-tree"), "rev": _extract(commit, work / "rev")}
         stores = {side: procs.store_url(args.store, work, stack, side) for side in SIDES}
         servers = {side: stack.enter_context(_gateway(side, trees[side], work, stores[side])) for side in SIDES}
         rounds = anyio.run(_rounds, servers, args.era, args.rounds, args.calls)
@@ -102,6 +106,12 @@ def _commit(rev: str) -> str:
     if done.returncode != 0:
         raise SystemExit(f"python -m bench.ab: {rev!r} is not a commit of this repository: {done.stderr.strip()}")
     return done.stdout.strip()
+
+
+def _snapshot() -> str:
+    """A commit of this checkout's tracked files as they are (``git stash create``; HEAD when nothing changed)."""
+    done = subprocess.run(["git", "stash", "create"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip() or _commit("HEAD")
 
 
 def _extract(commit: str, into: Path) -> Path:
