@@ -5,9 +5,10 @@ runs the ordinary HTTP ``serve`` on a socket of its own bound to the same port w
 spreads new connections evenly over the workers' sockets (on one shared socket, whichever worker woke first
 accepted every connection waiting). The supervisor's own socket holds the port and never listens. A worker that
 dies is replaced after a pause of a second, doubled for every death in a row soon after a start, up to a minute: a
-worker that cannot start neither spins nor leaves a new set of metrics files (below) every second. One that fails
-logs why. On SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a
-confirmed write in flight settles) and closes its store, and the supervisor returns once all have exited.
+worker that cannot start neither spins nor leaves a new set of metrics files (below) every second. While one
+slot's replacement waits, the supervisor goes on reaping and replacing the others. One that fails logs why. On
+SIGTERM or SIGINT the supervisor passes SIGTERM to every worker, each finishes its open requests (a confirmed
+write in flight settles) and closes its store, and the supervisor returns once all have exited.
 
 Metrics are one view: the supervisor makes a private directory (mode 0700, under ``$TMPDIR``) where every worker
 keeps its values (gateway/observability/metrics.py), so a scrape of the shared port, whichever worker takes it,
@@ -39,6 +40,8 @@ RESTART_PAUSE = 1.0
 """Seconds before a dead worker is replaced; doubled for each death in a row that came soon after its start."""
 LONGEST_PAUSE = 60.0
 """The most a dead worker's replacement waits (a worker that cannot start is tried once a minute)."""
+POLL_SECONDS = 0.1
+"""How often the supervisor looks for ended workers while a replacement waits for its time."""
 STEADY_SECONDS = 60.0
 """A worker that lived this long died of something else than its start: its replacement waits RESTART_PAUSE."""
 
@@ -105,12 +108,15 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
     signal.signal(signal.SIGINT, stop)
     for slot in range(workers):
         start(slot)
-    while alive:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        except InterruptedError:
+    due: dict[int, float] = {}  # slot -> when its replacement starts; the others are served meanwhile
+    while alive or (due and not stopping):
+        for slot, when in sorted(due.items(), key=lambda item: item[1]):
+            if not stopping and when <= time.monotonic():
+                del due[slot]
+                start(slot)
+        pid, status = _reaped(wait=not due or stopping)
+        if pid == 0:
+            time.sleep(POLL_SECONDS)  # a replacement is due later (or a stop came): look again soon
             continue
         slot = alive.pop(pid, -1)
         if slot < 0:
@@ -123,12 +129,17 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
         quick_deaths[slot] = quick_deaths.get(slot, 0) + 1 if lived < STEADY_SECONDS else 1
         pause = restart_pause(quick_deaths[slot])
         log.warning("worker %d (pid %d) ended (%s); starting another in %g s", slot, pid, _how(status), pause)
-        deadline = time.monotonic() + pause
-        while not stopping and time.monotonic() < deadline:  # a stop ends the pause (a sleep would outlast it)
-            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-        if not stopping:
-            start(slot)
+        due[slot] = time.monotonic() + pause
     return 0
+
+
+def _reaped(*, wait: bool) -> tuple[int, int]:
+    """A child that ended, as (pid, status); (0, 0) when none has (without ``wait``), was interrupted, or none is
+    left."""
+    try:
+        return os.wait() if wait else os.waitpid(-1, os.WNOHANG)
+    except (ChildProcessError, InterruptedError):
+        return 0, 0
 
 
 def _how(status: int) -> str:

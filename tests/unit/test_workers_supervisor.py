@@ -1,7 +1,7 @@
 """The supervisor of ``serve --workers N`` (gateway/cli/workers.py) with real forks, in a child interpreter so that
 no test process forks: a worker that raises is logged with its reason, SIGTERM then ends the supervisor with status
-0, and its metrics directory is gone afterwards; a worker that dies at every start is replaced ever more slowly, and
-a stop does not wait for the pause."""
+0, and its metrics directory is gone afterwards; a worker that dies at every start is replaced ever more slowly, a
+stop does not wait for the pause, and one slot's pause delays no other slot's replacement."""
 
 from __future__ import annotations
 
@@ -86,3 +86,43 @@ def test_a_stop_does_not_wait_for_the_pause_before_a_replacement(tmp_path: Path)
     assert child.wait(timeout=30) == 0, log.read_text()
     assert time.monotonic() - asked < 10  # not the 30 s of the pause
     assert log.read_text().count("started (pid") == 1
+
+
+TWO_WORKERS = """
+import logging, os, sys, time
+import gateway.cli.workers as workers
+workers.RESTART_PAUSE = 0.05
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(created)f %(message)s")
+
+def worker() -> int:
+    try:  # the first worker to start holds on for 2 s, then says when it ended; every other one dies at once
+        held = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return 3
+    time.sleep(2.0)
+    os.write(held, repr(time.time()).encode())
+    return 0
+
+sys.exit(workers.supervise(2, worker))
+"""
+
+
+def test_a_worker_waiting_for_its_replacement_delays_no_other_slots_replacement(tmp_path: Path) -> None:
+    """While one slot's replacement waits out a long pause (1.6 s by then), the other slot's worker ends and is
+    replaced after its own first pause (0.05 s), not after the first slot's."""
+    held, log = tmp_path / "held", tmp_path / "stderr.log"
+    with log.open("w") as stderr:
+        child = subprocess.Popen([sys.executable, "-c", TWO_WORKERS, str(held)], stderr=stderr)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (held.exists() and held.read_text() and "exit 0" in log.read_text()):
+            time.sleep(0.05)
+        time.sleep(1.0)  # the held slot's replacement, if it comes soon
+    finally:
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 0, log.read_text()
+    ended_at = float(held.read_text())
+    lines = [line.split(" ", 1) for line in log.read_text().splitlines() if line[:1].isdigit()]
+    slot = next(said.split()[1] for _, said in lines if "ended (exit 0)" in said)
+    starts = [float(when) for when, said in lines if said.startswith(f"worker {slot} started")]
+    assert any(0 < start - ended_at < 0.8 for start in starts), log.read_text()
