@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", choices=["sqlite", "redis"], default="sqlite", help="each gateway's own store")
     parser.add_argument("--json", type=Path, help="also write the rounds and the medians to this file")
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.calls < 1:
+        parser.error("--rounds and --calls take 1 or more")
     commit = _commit(args.rev)
     this = _snapshot()
     print(f"this checkout ({this[:12]}: HEAD and its uncommitted changes) / {args.rev} ({commit[:12]}), {args.era}")
@@ -92,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"load average at the end: {os.getloadavg()}")
     if args.json is not None:
-        found = {"rev": args.rev, "commit": commit, "era": args.era, "store": args.store, "calls": args.calls}
+        found = {"rev": args.rev, "commit": commit, "this": this, "era": args.era, "store": args.store}
+        found["calls"] = args.calls
         found |= {"ratios": summary, "rss_mib": rss}
         found["rounds"] = [{side: vars(each[side]) for side in SIDES} for each in rounds]
         args.json.write_text(json.dumps(found, indent=2) + "\n")

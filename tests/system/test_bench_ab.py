@@ -30,3 +30,7 @@ def test_a_revision_the_repository_lacks_is_named_and_nothing_starts() -> None:
         [PYTHON, "-m", "bench.ab", "no-such-rev"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and "'no-such-rev' is not a commit of this repository" in done.stderr
+    done = subprocess.run(
+        [PYTHON, "-m", "bench.ab", "HEAD", "--rounds", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "--rounds and --calls take 1 or more" in done.stderr
