@@ -40,6 +40,8 @@ RESTART_PAUSE = 1.0
 """Seconds before a dead worker is replaced; doubled for each death in a row that came soon after its start."""
 LONGEST_PAUSE = 60.0
 """The most a dead worker's replacement waits (a worker that cannot start is tried once a minute)."""
+STOPS = {signal.SIGTERM, signal.SIGINT}
+"""The signals that stop the supervisor and, through it, every worker."""
 POLL_SECONDS = 0.1
 """How often the supervisor looks for ended workers while a replacement waits for its time."""
 STEADY_SECONDS = 60.0
@@ -81,20 +83,26 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
     stopping = False
 
     def start(slot: int) -> None:
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            code = 1
-            try:
-                share_between_workers(shared)
-                code = run_worker()
-            except Exception:  # os._exit below would end the worker before Python printed why
-                log.exception("worker %d (pid %d) failed", slot, os.getpid())
-            finally:
-                os._exit(code)
-        alive[pid] = slot
-        started_at[slot] = time.monotonic()
+        # A stop held back until the worker is noted (so the stop reaches it) and its own handlers are the defaults.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                code = 1
+                try:
+                    share_between_workers(shared)
+                    code = run_worker()
+                except Exception:  # os._exit below would end the worker before Python printed why
+                    log.exception("worker %d (pid %d) failed", slot, os.getpid())
+                finally:
+                    os._exit(code)
+            alive[pid] = slot
+            started_at[slot] = time.monotonic()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         log.info("worker %d started (pid %d)", slot, pid)
 
     def stop(signum: int, frame: object) -> None:

@@ -5,6 +5,7 @@ stop does not wait for the pause, and one slot's pause delays no other slot's re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -126,3 +127,34 @@ def test_a_worker_waiting_for_its_replacement_delays_no_other_slots_replacement(
     slot = next(said.split()[1] for _, said in lines if "ended (exit 0)" in said)
     starts = [float(when) for when, said in lines if said.startswith(f"worker {slot} started")]
     assert any(0 < start - ended_at < 0.8 for start in starts), log.read_text()
+
+
+STOPPED_WHILE_FORKING = """
+import os, signal, sys, time
+import gateway.cli.workers as workers
+
+forked = os.fork
+
+def fork() -> int:  # the stop arrives just as a worker is born, before the supervisor has noted it
+    pid = forked()
+    if pid:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return pid
+
+os.fork = fork
+
+def worker() -> int:
+    time.sleep(60)
+    return 0
+
+sys.exit(workers.supervise(1, worker))
+"""
+
+
+def test_a_stop_that_comes_while_a_worker_is_forked_still_reaches_it(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", STOPPED_WHILE_FORKING], start_new_session=True)
+    try:
+        assert child.wait(timeout=20) == 0  # before the fix: the worker never heard of the stop, and both waited
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # the worker too, if it was left running
