@@ -118,7 +118,7 @@ def _supervise(workers: int, run_worker: Callable[[], int], shared: str) -> int:
         start(slot)
     due: dict[int, float] = {}  # slot -> when its replacement starts; the others are served meanwhile
     while alive or (due and not stopping):
-        for slot, when in sorted(due.items(), key=lambda item: item[1]):
+        for slot, when in list(due.items()):
             if not stopping and when <= time.monotonic():
                 del due[slot]
                 start(slot)

@@ -37,22 +37,16 @@ class BodyCap:
         if declared.isdigit() and int(declared) > self.max_bytes:
             await _refuse(413, f"A body here is at most {self.max_bytes} bytes.", scope, receive, send)
             return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
+        body, complete = await read_capped(receive, self.max_bytes)
+        if not complete:
             if len(body) > self.max_bytes:
                 await _refuse(413, f"A body here is at most {self.max_bytes} bytes.", scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+            return  # else the client went away
         # Read (within the cap) before refusing: closing on unread bytes would reset the connection under the answer.
         if headers.get("content-type", "").lower().startswith("multipart/"):
             await _refuse(415, "This route takes no multipart body.", scope, receive, send)
             return
-        await self.app(scope, replayed(bytes(body), receive), send)
+        await self.app(scope, replayed(body, receive), send)
 
 
 async def read_capped(receive: Receive, max_bytes: int) -> tuple[bytes, bool]:
