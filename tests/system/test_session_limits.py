@@ -139,13 +139,15 @@ async def test_a_request_without_a_session_that_is_not_initialize_opens_none_and
 
     async with gateway(tmp_path, limited) as served, httpx.AsyncClient(timeout=60) as http:
         url = served.url
-        stray = [await http.post(url, json=message, headers=bearer("greedy")) for message in (LIST, INITIALIZED)]
-        opened = await open_session(http, url, "greedy")
+        reset = {**LIST, "params": {"name": TENANTS.write_tool, "arguments": {"planId": "pl_x", "idempotencyKey": "k"}}}
+        stray = [await http.post(url, json=message, headers=bearer("other")) for message in (reset, LIST, INITIALIZED)]
+        opened = await open_session(http, url, "other")
     for answer in stray:
         assert answer.status_code == 400, answer.text
         assert "mcp-session-id" not in answer.headers
         assert "Missing session ID" in answer.json()["error"]["message"]
     assert opened.status_code == 200, opened.text
+    assert TENANTS.write_count(tmp_path / "backend.db") == 0
 
 
 async def test_a_session_that_never_called_a_tool_expires_soon_and_frees_its_place(tmp_path: Path) -> None:
