@@ -30,6 +30,11 @@ carry this: the manager's ``_handle_stateful_request`` (only a POSTed ``initiali
 one; anything else gets 400 and no session id, and costs no token) and ``_discard_session`` (every way a session
 ends passes there, so its place is given back); the transport's idle countdown is shortened through its public
 ``idle_scope``. tests/system/test_session_limits.py guards them.
+
+A call of a reading tool in a session is answered by gateway/http/session_reads.py without the session's dispatcher
+(``reads``). The transport keeps what that path needs from the SDK's side of the session: the version an
+``initialize`` negotiated and the ``notifications/cancelled`` the SDK accepted (both seen where the SDK builds its
+JSON answer, ``_create_json_response``, private to mcp 2.3), and the session's end (``terminate``).
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from http import HTTPStatus
 from itertools import count
 from typing import Any
 
 import anyio
+import pydantic_core
 from mcp.server.streamable_http import (
     GET_STREAM_KEY,
     MCP_SESSION_ID_HEADER,
@@ -64,8 +71,11 @@ from starlette.types import Receive, Scope, Send
 from gateway.errors import Code, StoreUnavailable
 from gateway.http.bodies import read_capped, replayed
 from gateway.http.quota import Opening, SessionQuota
+from gateway.http.session_reads import ReadingSession, SessionReads
 
 _answer_with_json: ContextVar[bool] = ContextVar("answer_with_json", default=False)
+_posted: ContextVar[object] = ContextVar("posted", default=None)
+"""The decoded body of the POST the SDK's transport is handling (None if it is not JSON)."""
 _opening: ContextVar[Opening | None] = ContextVar("opening", default=None)
 
 MAX_EVENTS = 64
@@ -146,15 +156,24 @@ class SessionEventStore(EventStore):
 
 
 class PerRequestTransport(StreamableHTTPServerTransport):
-    """A session's transport that answers with JSON unless ``needs_stream`` says the request may ask the client."""
+    """A session's transport that answers with JSON unless ``needs_stream`` says the request may ask the client,
+    and answers a call of a reading tool itself when ``reads`` is given (gateway/http/session_reads.py)."""
 
     def __init__(
-        self, *, needs_stream: StreamNeeded, events: SessionEventStore, unused_idle: float, **kwargs: Any
+        self,
+        *,
+        needs_stream: StreamNeeded,
+        events: SessionEventStore,
+        unused_idle: float,
+        reads: SessionReads | None = None,
+        **kwargs: Any,
     ) -> None:
         self._needs_stream = needs_stream
         self._events = events
         self._unused_idle = unused_idle
         self._called_a_tool = False
+        self._reads = reads
+        self._reading = ReadingSession()
         super().__init__(event_store=events, retry_interval=RETRY_MS, **kwargs)
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -176,28 +195,57 @@ class PerRequestTransport(StreamableHTTPServerTransport):
     async def _handle_post_request(self, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
         body = await request.body()  # Starlette keeps it: the SDK's own read below gets the same bytes
         try:
-            message: object = json.loads(body)
-        except (ValueError, RecursionError):
+            message: object = pydantic_core.from_json(body)  # as the SDK decodes it
+        except ValueError:
             message = None  # the SDK answers the parse error
         if isinstance(message, dict) and message.get("method") == "tools/call":
             self._called_a_tool = True
         streamed = self._needs_stream(message)
         if streamed and isinstance(message, dict) and isinstance(message.get("id"), str | int):
             self._events.streams(str(message["id"]))
+        reads = self._reads
+        if not streamed and reads is not None and reads.takes(message, self._reading):
+            assert isinstance(message, dict)
+            if await reads.answer(self, self._reading, request, message, send):
+                return
         token = _answer_with_json.set(not streamed)
+        posted = _posted.set(message)
         try:
             await super()._handle_post_request(scope, request, receive, send)
         finally:
+            _posted.reset(posted)
             _answer_with_json.reset(token)
+
+    def _create_json_response(
+        self,
+        response_message: JSONRPCMessage | None,
+        status_code: HTTPStatus = HTTPStatus.OK,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        # The SDK answers here once it has taken the POST: an initialize's answer, and a notification's 202 just
+        # before the notification goes to the session (a cancel then reaches a call on the lean path too).
+        posted = _posted.get()
+        if isinstance(posted, dict) and posted.get("method") == "initialize":
+            self._reading.initialized(response_message)
+        elif status_code == HTTPStatus.ACCEPTED:
+            self._reading.cancelled(posted)
+        return super()._create_json_response(response_message, status_code, headers)
+
+    async def terminate(self) -> None:
+        self._reading.ended()
+        await super().terminate()
 
 
 class PerRequestSessionManager(StreamableHTTPSessionManager):
     """The SDK's stateful session manager, building :class:`PerRequestTransport` sessions within each caller's
     quota and rate limit."""
 
-    def __init__(self, *, needs_stream: StreamNeeded, limits: SessionLimits, **kwargs: Any) -> None:
+    def __init__(
+        self, *, needs_stream: StreamNeeded, limits: SessionLimits, reads: SessionReads | None = None, **kwargs: Any
+    ) -> None:
         self._needs_stream = needs_stream
         self._limits = limits
+        self.reads = reads
         self._quota = SessionQuota(limits.per_caller)
         super().__init__(**kwargs)
 
@@ -257,6 +305,7 @@ class PerRequestSessionManager(StreamableHTTPSessionManager):
             needs_stream=self._needs_stream,
             events=SessionEventStore(),
             unused_idle=self._limits.unused_idle_seconds,
+            reads=self.reads,
             mcp_session_id=session_id,
             is_json_response_enabled=False,
             security_settings=self.security_settings,

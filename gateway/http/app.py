@@ -1,9 +1,10 @@
 """The HTTP face: streamable HTTP at /mcp (stateful; an SSE stream for the calls that may ask a 2025 client, one JSON
-body for everything else: gateway/http/answer_modes.py; a 2026-07-28 call of a reading tool answered on the lean
-path, gateway/http/lean.py, behind the token checks), health probes, and, with a verifier configured, OAuth 2.1
-resource-server behaviour (RFC 9728 metadata, 401/403 with ``WWW-Authenticate``). Every route, including any added
-here later, sits behind gateway/http/edge.py's checks: they wrap the whole app, not a route, and the front door
-(gateway/http/front.py) puts them in front of the /mcp endpoint it hands MCP requests to."""
+body for everything else: gateway/http/answer_modes.py; a call of a reading tool answered on a lean path, behind the
+token checks: gateway/http/lean.py for a 2026-07-28 request, gateway/http/session_reads.py in a 2025 session), health
+probes, and, with a verifier configured, OAuth 2.1 resource-server behaviour (RFC 9728 metadata, 401/403 with
+``WWW-Authenticate``). Every route, including any added here later, sits behind gateway/http/edge.py's checks: they wrap
+the whole app, not a route, and the front door (gateway/http/front.py) puts them in front of the /mcp endpoint it hands
+MCP requests to."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from gateway.http.bodies import BodyCap
 from gateway.http.edge import EdgeGuard, security_settings, trusted_proxies
 from gateway.http.front import FrontDoor
 from gateway.http.lean import LeanCalls
+from gateway.http.session_reads import SessionReads
 from gateway.identity.caller import current_caller, current_scopes, is_visible
 from gateway.identity.verifiers import build_verifier
 from gateway.mcp.server import build_server
@@ -55,6 +57,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> FrontDoor:
     verifier = build_verifier(config.auth, config.approvals.display_claim)
     caller = partial(current_caller, config.gateway.stdio_caller)
     server = build_server(gw)
+    lean = answered_lean(config)
     sessions = PerRequestSessionManager(
         needs_stream=stream_for_tools(config.write_tools(), lambda tool: is_visible(config, tool, current_scopes())),
         limits=SessionLimits(
@@ -63,6 +66,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> FrontDoor:
             caller=caller,
             take_token=gw.limiter.opening,
         ),
+        reads=SessionReads(server, lean=lean),
         app=server,
         json_response=False,  # 2026-07-28 requests: JSON unless the handler streams (the SDK defers the choice)
         stateless=False,
@@ -74,7 +78,7 @@ def build_app(gw: Gateway, *, insecure_without_auth: bool = False) -> FrontDoor:
     endpoint: ASGIApp = LeanCalls(
         StreamableHTTPASGIApp(sessions),
         server,
-        lean=answered_lean(config),
+        lean=lean,
         security=security_settings(config),
         max_body=config.limits.max_body_bytes,
     )
@@ -168,9 +172,10 @@ def build_page_app(gw: Gateway) -> Starlette:
 
 
 def answered_lean(config: GatewayConfig) -> Callable[[str], bool]:
-    """Whether gateway.http.lean answers a 2026-07-28 call of the named tool for this request's caller: a tool whose
-    kind only reads, and any name the caller's answer is "unknown tool" for (a name no tool has, a tool hidden from
-    the caller). A hidden tool must answer exactly like an unknown one, in its timing too, so both take one path."""
+    """Whether a lean path (gateway.http.lean for a 2026-07-28 request, gateway.http.session_reads in a 2025
+    session) answers a call of the named tool for this request's caller: a tool whose kind only reads, and any name
+    the caller's answer is "unknown tool" for (a name no tool has, a tool hidden from the caller). A hidden tool
+    must answer exactly like an unknown one, in its timing too, so both take one path."""
     writing = frozenset(name for name, tool in config.tools.items() if not isinstance(kind_of(tool), Reads))
 
     def lean(name: str) -> bool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -101,14 +101,9 @@ class LeanCalls:
             decoded = json.loads(body)
         except (ValueError, RecursionError):
             return False
-        if not isinstance(decoded, dict) or decoded.get("method") != "tools/call" or "id" not in decoded:
+        if not reading_call(decoded, self.lean):
             return False
-        params = decoded.get("params")
-        if not isinstance(params, dict) or any(params.get(key) is not None for key in KEPT_BY_THE_SDK):
-            return False
-        name = params.get("name")
-        if not isinstance(name, str) or not self.lean(name):
-            return False
+        params = decoded["params"]
         try:
             req = types.JSONRPCRequest.model_validate(decoded)
         except ValidationError:
@@ -121,20 +116,10 @@ class LeanCalls:
         if await modern._mcp_param_rejection(self.server, request, req, verdict, None) is not None:
             return False
         version = verdict.protocol_version
-        try:
-            methods.validate_client_request("tools/call", version, params)
-            typed = types.CallToolRequestParams.model_validate(params, by_name=False)
-        except (KeyError, ValidationError):
+        call = call_context(version, req.id, params, request)
+        if call is None:
             return False
-        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-            session=_NO_SESSION,  # type: ignore[arg-type]
-            lifespan_context=None,
-            protocol_version=version,
-            method="tools/call",
-            params=params,
-            request_id=req.id,
-            request=request,
-        )
+        ctx, typed = call
         reply = await self._reply(req.id, ctx, typed, version, scope, receive, send)
         if isinstance(reply, types.JSONRPCResponse):
             await _write_result(reply, scope, receive, send)
@@ -170,6 +155,45 @@ class LeanCalls:
             return reply
         await stream.finish(modern._sse_event(reply))
         return None
+
+
+def reading_call(message: object, lean: Callable[[str], bool]) -> TypeGuard[dict[str, Any]]:
+    """Whether a decoded body may be a call for a lean path: a ``tools/call`` request of a name ``lean`` takes,
+    without any of the params the SDK's path keeps (``KEPT_BY_THE_SDK``). ``message["params"]`` is then a dict."""
+    if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+        return False
+    params = message.get("params")
+    if not isinstance(params, dict) or any(params.get(key) is not None for key in KEPT_BY_THE_SDK):
+        return False
+    name = params.get("name")
+    return isinstance(name, str) and lean(name)
+
+
+def call_context(
+    version: str,
+    request_id: types.RequestId,
+    params: dict[str, Any],
+    request: Request,
+    meta: types.RequestParamsMeta | None = None,
+) -> tuple[ServerRequestContext[Any, Any], types.CallToolRequestParams] | None:
+    """A reading call's context and typed params, as the SDK's kernel builds them but without a session (a read
+    uses none: ``NO_SESSION``); None when the version's schema refuses the params (the SDK answers that)."""
+    try:
+        methods.validate_client_request("tools/call", version, params)
+        typed = types.CallToolRequestParams.model_validate(params, by_name=False)
+    except (KeyError, ValidationError):
+        return None
+    ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+        session=NO_SESSION,  # type: ignore[arg-type]
+        lifespan_context=None,
+        protocol_version=version,
+        method="tools/call",
+        params=params,
+        request_id=request_id,
+        meta=meta,
+        request=request,
+    )
+    return ctx, typed
 
 
 async def _write_result(reply: types.JSONRPCResponse, scope: Scope, receive: Receive, send: Send) -> None:
@@ -235,4 +259,4 @@ class _NoSession:
         raise RuntimeError(f"a call on the lean path has no session (ctx.session.{name})")
 
 
-_NO_SESSION = _NoSession()
+NO_SESSION = _NoSession()

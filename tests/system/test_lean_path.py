@@ -75,14 +75,25 @@ class Case:
 
 PREVIEW = {TENANTS.target_arg: TENANTS.main, TENANTS.choice_arg: TENANTS.choices[0]}
 
+READS: list[tuple[str, str, dict[str, Any] | None]] = [
+    # A reading tool's call, whatever its arguments: (label, tool, arguments). Both lean paths answer these.
+    ("a first page", TENANTS.list_tool, {}),
+    ("a page of two", TENANTS.list_tool, {"limit": 2}),
+    ("a cursor that was never given", TENANTS.list_tool, {"cursor": "not-a-cursor"}),
+    ("a limit past the maximum", TENANTS.list_tool, {"limit": 1000}),
+    ("an argument the tool does not take", TENANTS.list_tool, {"colour": "red"}),
+    ("no arguments at all", TENANTS.list_tool, None),
+    ("a preview", TENANTS.preview_tool, PREVIEW),
+    ("a preview of a protected tenant", TENANTS.preview_tool, {**PREVIEW, TENANTS.target_arg: TENANTS.protected}),
+    ("a preview of a tenant that does not exist", TENANTS.preview_tool, {**PREVIEW, TENANTS.target_arg: "tn_nobody"}),
+    ("a preview of a fixture that does not exist", TENANTS.preview_tool, {**PREVIEW, TENANTS.choice_arg: "no-such"}),
+    ("arguments past the size caps", TENANTS.list_tool, {"cursor": "x" * 70_000}),
+    ("a tool no one has", "no_such_tool", {}),
+]
+
 CORPUS = [
-    # Answered on the lean path: a reading tool's call, whatever its arguments.
-    Case("a first page", lean=True),
-    Case("a page of two", lean=True, arguments={"limit": 2}),
-    Case("a cursor that was never given", lean=True, arguments={"cursor": "not-a-cursor"}),
-    Case("a limit past the maximum", lean=True, arguments={"limit": 1000}),
-    Case("an argument the tool does not take", lean=True, arguments={"colour": "red"}),
-    Case("no arguments at all", lean=True, arguments=None),
+    # Answered on the lean path.
+    *(Case(label, lean=True, tool=tool, arguments=arguments) for label, tool, arguments in READS),
     Case(
         "a string id",
         lean=True,
@@ -94,29 +105,8 @@ CORPUS = [
         },
     ),
     Case("a progress token", lean=True, params={"_meta": {**ENVELOPE, "progressToken": "p1"}}),
-    Case("a preview", lean=True, tool=TENANTS.preview_tool, arguments=PREVIEW),
-    Case(
-        "a preview of a protected tenant",
-        lean=True,
-        tool=TENANTS.preview_tool,
-        arguments={**PREVIEW, TENANTS.target_arg: TENANTS.protected},
-    ),
-    Case(
-        "a preview of a tenant that does not exist",
-        lean=True,
-        tool=TENANTS.preview_tool,
-        arguments={**PREVIEW, TENANTS.target_arg: "tn_nobody"},
-    ),
-    Case(
-        "a preview of a fixture that does not exist",
-        lean=True,
-        tool=TENANTS.preview_tool,
-        arguments={**PREVIEW, TENANTS.choice_arg: "no-such-fixture"},
-    ),
-    Case("arguments past the size caps", lean=True, arguments={"cursor": "x" * 70_000}),
     Case("an extra header of the client's own", lean=True, headers={"x-trace": "abc"}),
     Case("an Mcp-Param header no argument declares", lean=True, headers={"mcp-param-limit": "2"}),
-    Case("a tool no one has", lean=True, tool="no_such_tool"),
     # Answered by the SDK: everything else, and anything a check refuses.
     Case("a write tool", lean=False, tool=TENANTS.write_tool, arguments={"planId": "p", "idempotencyKey": "k" * 16}),
     Case("a requestState", lean=False, params={"requestState": "forged"}),
