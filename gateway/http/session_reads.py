@@ -18,16 +18,17 @@ What a session keeps for it (``ReadingSession``, one per transport: gateway/http
                picks the schema ``_serialize`` sieves the result through. Until an initialize has been answered
                with a result, every call goes to the SDK (whose gate refuses it).
     running    the calls in flight here, so that ``notifications/cancelled`` for one interrupts it and it answers
-               "Request cancelled" (-32800), and a session that ends (DELETE, idle timeout) ends them with the 500
-               "Session terminated before the request completed", both as the SDK answers them.
+               "Request cancelled" (-32800), and a session that ends (a DELETE, the gateway stopping) ends them
+               with the 500 "Session terminated before the request completed", both as the SDK answers them.
 
-Everything else goes to the SDK: other methods, a write tool the caller sees (it may ask the client), a call
-carrying ``requestState`` or a task, a request any check refuses, a call whose params its version's schema refuses,
-and every request while tracing is on (the SDK's middleware makes the server span). A call answered here takes no
-part in the transport's event numbering but keeps it in step (``store_event``), so a later stream's event ids are
-the ones the SDK would give. Private parts of mcp 2.3 used here (pinned in pyproject.toml; the comparison test
-fails when one changes what it answers): the kernel's ``_serialize``, the runner's ``_extract_meta`` and the
-transport's ``_create_json_response``, ``_create_error_response``, ``_check_content_type`` and ``_event_store``.
+Everything else goes to the SDK: other methods, a write tool the caller sees (it may ask the client), a call carrying
+``requestState`` or a task, a request any check refuses, a call whose params its version's schema refuses, and every
+request while tracing is on (the SDK's middleware makes the server span). A call answered here is numbered in the
+session's event store as the SDK's message router numbers it (``store_event``, which keeps no event of a JSON answer),
+so a later stream's event ids are the ones the SDK would give. Private parts of mcp 2.3 used here (pinned in
+pyproject.toml; the comparison test fails when one changes what it answers): the kernel's ``_serialize``, the runner's
+``_extract_meta`` and the transport's ``_create_json_response``, ``_create_error_response``, ``_check_content_type`` and
+``_event_store``.
 """
 
 from __future__ import annotations
