@@ -16,8 +16,10 @@
 // client accepts without opening it: the test's browser does), {"op": "taskSettle", "taskId"} (waits for the
 // outcome; every status seen on the way) and {"op": "taskCancel", "taskId"}.
 // Every answer carries "prompts" (the elicitation messages this client was shown while serving the command) and
-// "wire" (a summary of every HTTP request the client sent meanwhile, with the JSON-RPC answer to each tools/call and
-// tasks/* request as the server sent it, "_meta" included), so the test can tell how the user was asked.
+// "wire" (a summary of every HTTP request the client sent since the previous answer: while serving the command, and
+// before it, such as a task's polls while the test's browser was on the approval page; with the JSON-RPC answer to
+// each tools/call and tasks/* request as the server sent it, "_meta" included), so the test can tell how the user
+// was asked.
 import { createInterface } from 'node:readline';
 
 const [kind, url] = process.argv.slice(2);
@@ -300,8 +302,6 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
   const command = JSON.parse(line);
   prompts = [];
-  wire = [];
-  reading = [];
   let reply;
   try {
     reply = await run(session, command);
@@ -310,6 +310,8 @@ for await (const line of createInterface({ input: process.stdin })) {
   }
   await Promise.allSettled(reading);
   process.stdout.write(`${JSON.stringify({ op: command.op, ...reply, prompts, wire })}\n`);
+  wire = [];
+  reading = [];
   if (command.op === 'close') break;
 }
 process.exit(0);

@@ -9,7 +9,8 @@ virtualenv, never the project's (.ci/setup-fastmcp.sh makes it from fastmcp-requ
 
 ``--tool-approval`` declares the tool-approval extension (``io.modelcontextprotocol/tool-approval``, a draft) beside
 the tasks extension, as a client extension of mcp 2.3 that fastmcp's ``Client(extensions=...)`` takes. Every
-tools/call and tasks/* answer the server sent as JSON is kept in the command's wire (``answer``, ``_meta`` included).
+tools/call and tasks/* answer the server sent as JSON is kept in the command's wire (``answer``, ``_meta`` included),
+which holds every request since the previous answer (a task's polls between two commands too).
 
 The line protocol and the replies are driver.mjs's, for the ops the tasks test sends: info, taskCall, taskInput,
 taskSettle, taskCancel, close. A url elicitation is accepted without being opened: the test's browser opens it.
@@ -179,12 +180,12 @@ async def main(url: str, tool_approval: bool) -> None:
     extensions = [ToolApproval()] if tool_approval else None
     async with Client(transport, mode="auto", elicitation_handler=on_elicit, extensions=extensions) as client:
         reply({"ready": True, "kind": "fastmcp", "connectWire": wire})
+        wire = []
         loop = asyncio.get_running_loop()
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             if not line.strip():
                 continue
             command = json.loads(line)
-            wire = []
             try:
                 answer = await run(client, command)
             except Exception as err:  # reported to the test, like driver.mjs's describeError
@@ -192,6 +193,7 @@ async def main(url: str, tool_approval: bool) -> None:
                     "error": {"code": getattr(err, "code", None), "message": str(err), "type": type(err).__name__}
                 }
             reply({"op": command["op"], **answer, "prompts": [], "wire": wire})
+            wire = []  # the next command's wire starts here: what is sent before it (a task's polls) is in it too
             if command["op"] == "close":
                 break
         for _, driven, _ in tasks.values():
