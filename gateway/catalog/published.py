@@ -20,15 +20,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from jsonschema import FormatChecker
-from jsonschema.protocols import Validator
 
 from gateway.catalog import patterns
 from gateway.catalog.risk import RISK_META, risk_of
-from gateway.catalog.schemas import Check, SchemaValidator, compile_check, published
+from gateway.catalog.schemas import Check, check_of, compile_check, published, validator
 from gateway.config import GatewayConfig, Limits, ToolConfig
 from gateway.config.face import IDEMPOTENCY_KEY as IDEMPOTENCY_KEY  # named here for the write package
 from gateway.config.face import PLAN_ID as PLAN_ID
@@ -37,21 +36,30 @@ from gateway.config.kinds import Sources
 from gateway.errors import Code, ToolError
 from gateway.text import escaped, is_plain, quoted
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class PublishedTool:
-    """One tool as clients see it, with its config and validators."""
+    """One tool as clients see it, with its config and validators (jsonschema's built on first need)."""
 
     name: str
     config: ToolConfig
     tool: types.Tool
-    inputs: Validator
-    outputs: Validator
     inputs_valid: Check | None = None
     outputs_valid: Check | None = None
     field_checks: dict[str, Check] = field(default_factory=dict)
+
+    @cached_property
+    def inputs(self) -> Validator:
+        return validator(dict(self.tool.input_schema))
+
+    @cached_property
+    def outputs(self) -> Validator:
+        return validator(dict(self.tool.output_schema or {}))
 
     def validate_arguments(self, arguments: dict[str, Any]) -> None:
         """Raise invalid_arguments naming the first problem; nothing is coerced."""
@@ -175,7 +183,6 @@ def publish(
         _meta={RISK_META: risk_of(tool_config, hints)},
     )
     assert tool.output_schema is not None
-    formats = FormatChecker()
     input_schema, output_schema = dict(tool.input_schema), dict(tool.output_schema)
     for side, schema in (("input", input_schema), ("output", output_schema)):
         if (why := patterns.refusal(schema)) is not None:  # a backend's schema is untrusted: never backtrack
@@ -184,18 +191,10 @@ def publish(
         name=name,
         config=tool_config,
         tool=tool,
-        inputs=SchemaValidator(input_schema, format_checker=formats),
-        outputs=SchemaValidator(output_schema, format_checker=formats),
-        inputs_valid=compile_check(input_schema, formats),
-        outputs_valid=compile_check(output_schema, formats),
-        field_checks={name: _check(schema, formats) for name, schema in output_schema.get("properties", {}).items()},
+        inputs_valid=compile_check(input_schema),
+        outputs_valid=compile_check(output_schema),
+        field_checks={name: check_of(schema) for name, schema in output_schema.get("properties", {}).items()},
     )
-
-
-def _check(schema: dict[str, Any], formats: FormatChecker) -> Check:
-    """A compiled check, or jsonschema's answer where the schema is outside the compiled subset."""
-    compiled = compile_check(schema, formats)
-    return compiled if compiled is not None else SchemaValidator(schema, format_checker=formats).is_valid
 
 
 def named_version(body: dict[str, Any], name: str) -> dict[str, Any]:

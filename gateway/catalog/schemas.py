@@ -10,26 +10,36 @@ for the error to report, so messages do not change.
 Patterns match whole values, in both: JSON Schema's ``pattern`` is an ECMA-262 search, where ``^x$`` cannot
 match ``"x\n"``, but Python's ``$`` also matches before a trailing newline, so ``re.search`` would let
 ``tn_load04\n`` through ``^[A-Za-z0-9_.-]{1,64}$``. The compiled check matches whole values, the fallback is
-``SchemaValidator`` (jsonschema's Draft 2020-12 with the same ``pattern``), both through RE2 in linear time
+``validator`` (jsonschema's Draft 2020-12 with the same ``pattern``), both through RE2 in linear time
 (gateway.catalog.patterns: a backend's pattern is untrusted), and ``published`` anchors every
 pattern a schema publishes (``^(?:...)$`` unless it is plainly ``^...$`` already), so a client reading it with
 search semantics accepts exactly what the gateway accepts.
+
+``format`` asserts only ``ASSERTED_FORMATS``, in both; any other format is an annotation, as Draft 2020-12 says by
+default. So what is checked does not change when a package jsonschema looks for (rfc3339-validator, fqdn, ...)
+happens to be installed. ``jsonschema`` itself is imported on first need: a failed check's message, a schema
+outside the subset, an asserted format. It and its ``attrs`` / ``referencing`` tree hold about 3 MiB per process
+that a gateway whose calls are valid never needs (bench/RESULTS.md, "Memory").
 """
 
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
-from collections.abc import Callable
-from typing import Any
-
-from jsonschema import Draft202012Validator, FormatChecker, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from gateway.catalog import patterns
 
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
+    from jsonschema.protocols import Validator
+
 Check = Callable[[Any], bool]
+
+ASSERTED_FORMATS = frozenset({"date", "email", "idn-email", "idn-hostname", "ipv4", "ipv6", "regex", "uuid"})
+"""The formats checked: those jsonschema's Draft 2020-12 checks without its optional packages."""
 
 # Keywords that only annotate: they never make an instance invalid.
 ANNOTATIONS = frozenset(
@@ -59,12 +69,53 @@ class Unsupported(Exception):
     """The schema uses a keyword (or a form of one) this compiler does not know."""
 
 
-def compile_check(schema: Any, format_checker: FormatChecker | None = None) -> Check | None:
+def compile_check(schema: Any) -> Check | None:
     """A function answering whether an instance is valid, or None when the schema is outside the subset."""
     try:
-        return _compile(schema, format_checker)
+        return _compile(schema)
     except Unsupported:
         return None
+
+
+def check_of(schema: Any) -> Check:
+    """The compiled check, or jsonschema's answer (its validator built on the first call) where the schema is
+    outside the subset."""
+    compiled = compile_check(schema)
+    if compiled is not None:
+        return compiled
+    built: list[Validator] = []
+
+    def fallback(value: Any) -> bool:
+        if not built:
+            built.append(validator(schema))
+        return built[0].is_valid(value)
+
+    return fallback
+
+
+def validator(schema: Any) -> Validator:
+    """jsonschema's Draft 2020-12 validator for ``schema``, with whole-value patterns and ``ASSERTED_FORMATS``."""
+    kind, formats = _jsonschema()
+    return kind(schema, format_checker=formats)
+
+
+def conforms(value: Any, name: str) -> bool:
+    """Whether a value is of an asserted format, as jsonschema's check of that format says."""
+    return _jsonschema()[1].conforms(value, name)
+
+
+@functools.cache
+def _jsonschema() -> tuple[type[Validator], FormatChecker]:
+    from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+    from jsonschema.validators import extend
+
+    def whole_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not patterns.whole(pattern)(instance):
+            yield ValidationError(f"{instance!r} does not match {pattern!r} as a whole")
+
+    kind = extend(Draft202012Validator, {"pattern": whole_pattern})  # type: ignore[no-untyped-call]
+    known = Draft202012Validator.FORMAT_CHECKER.checkers
+    return kind, FormatChecker(formats=sorted(ASSERTED_FORMATS & set(known)))
 
 
 def _is_integer(value: Any) -> bool:
@@ -88,7 +139,7 @@ TYPES: dict[str, Check] = {
 }
 
 
-def _compile(schema: Any, format_checker: FormatChecker | None) -> Check:
+def _compile(schema: Any) -> Check:
     if schema is True or schema == {}:
         return lambda value: True
     if not isinstance(schema, dict) or set(schema) - KNOWN:
@@ -100,9 +151,9 @@ def _compile(schema: Any, format_checker: FormatChecker | None) -> Check:
             raise Unsupported
         kinds = [TYPES[name] for name in names]
         checks.append(kinds[0] if len(kinds) == 1 else lambda value: any(kind(value) for kind in kinds))
-    checks += _object_checks(schema, format_checker)
-    checks += _array_checks(schema, format_checker)
-    checks += _string_checks(schema, format_checker)
+    checks += _object_checks(schema)
+    checks += _array_checks(schema)
+    checks += _string_checks(schema)
     checks += _number_checks(schema)
     if "enum" in schema:
         choices = schema["enum"]
@@ -131,12 +182,12 @@ def _all_of(checks: list[Check]) -> Check:
     return every
 
 
-def _object_checks(schema: dict[str, Any], format_checker: FormatChecker | None) -> list[Check]:
+def _object_checks(schema: dict[str, Any]) -> list[Check]:
     checks: list[Check] = []
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         raise Unsupported
-    compiled = tuple((name, _compile(sub, format_checker)) for name, sub in properties.items())
+    compiled = tuple((name, _compile(sub)) for name, sub in properties.items())
     if compiled:
 
         def each_property(value: Any) -> bool:
@@ -162,10 +213,10 @@ def _object_checks(schema: dict[str, Any], format_checker: FormatChecker | None)
     return checks
 
 
-def _array_checks(schema: dict[str, Any], format_checker: FormatChecker | None) -> list[Check]:
+def _array_checks(schema: dict[str, Any]) -> list[Check]:
     checks: list[Check] = []
     if "items" in schema:
-        item = _compile(schema["items"], format_checker)
+        item = _compile(schema["items"])
 
         def each_item(value: Any) -> bool:
             if isinstance(value, list):
@@ -183,7 +234,7 @@ def _array_checks(schema: dict[str, Any], format_checker: FormatChecker | None) 
     return checks
 
 
-def _string_checks(schema: dict[str, Any], format_checker: FormatChecker | None) -> list[Check]:
+def _string_checks(schema: dict[str, Any]) -> list[Check]:
     checks: list[Check] = []
     low, high = _bound(schema, "minLength"), _bound(schema, "maxLength")
     if low is not None:
@@ -195,8 +246,8 @@ def _string_checks(schema: dict[str, Any], format_checker: FormatChecker | None)
             raise Unsupported
         whole = patterns.whole(schema["pattern"])
         checks.append(lambda value: not isinstance(value, str) or whole(value))
-    if "format" in schema and format_checker is not None:
-        name, conforms = schema["format"], format_checker.conforms
+    name = schema.get("format")
+    if isinstance(name, str) and name in ASSERTED_FORMATS:
         checks.append(lambda value: conforms(value, name))
     return checks
 
@@ -226,15 +277,6 @@ def _bound(schema: dict[str, Any], keyword: str) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise Unsupported
     return value
-
-
-def _whole_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
-    if validator.is_type(instance, "string") and not patterns.whole(pattern)(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r} as a whole")
-
-
-SchemaValidator: type[Validator] = extend(Draft202012Validator, {"pattern": _whole_pattern})  # type: ignore[no-untyped-call]
-"""jsonschema's Draft 2020-12 validator, with ``pattern`` matching whole values like the compiled checks."""
 
 
 def anchored(pattern: str) -> str:

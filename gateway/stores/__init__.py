@@ -51,7 +51,10 @@ def open_store(url: str, keys: ChainKeys | None = None) -> Store:
 
         return SqliteStore(Path(url.removeprefix("sqlite:")), keys)
     if url.startswith(("redis://", "rediss://", "unix://", "redis+sentinel://")):
-        from gateway.stores.redis.store import RedisStore
+        from gateway.stores.redis import loading_the_driver
+
+        with loading_the_driver():
+            from gateway.stores.redis.store import RedisStore
 
         return RedisStore(url, keys)
     if url.startswith(("postgresql://", "postgres://")):

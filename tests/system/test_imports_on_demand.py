@@ -1,7 +1,8 @@
 """What only some gateways need is imported only by them, each worth a few MiB of every worker's resident memory:
 the SQL parsers (sqlglot for SQLite, pglast for PostgreSQL, together about 11 MiB) by a config with statement
 tools, PyJWT by a JWT verifier or the page's sign-in, httpx (with the rich and pygments of its command line, about
-4 MiB) by a webhook, an introspection or a key set to fetch, and fido2 by a passkey to check. A config with
+4 MiB) by a webhook, an introspection or a key set to fetch, fido2 by a passkey to check, and jsonschema (with its
+attrs and referencing, about 3 MiB) by a call to refuse or a schema outside the compiled subset. A config with
 statement tools imports its dialect's parser as it is read, so a gateway that starts has its parser, and the
 first statement pays no import.
 
@@ -24,8 +25,21 @@ from tests.support.profiles import TENANTS
 
 pytestmark = pytest.mark.anyio
 
-ON_DEMAND = ("sqlglot", "pglast", "jwt", "httpx", "rich", "pygments", "fido2")
-"""Packages the demo gateway (static tokens or none, no statement tools, no webhooks, no passkeys) never imports."""
+ON_DEMAND = (
+    "sqlglot",
+    "pglast",
+    "jwt",
+    "httpx",
+    "rich",
+    "pygments",
+    "fido2",
+    "jsonschema",
+    "referencing",
+    "attr",
+    "attrs",
+)
+"""Packages the demo gateway (static tokens or none, no statement tools, no webhooks, no passkeys) never imports
+while its calls are valid."""
 
 
 def imported(importtime: str) -> set[str]:

@@ -13,7 +13,8 @@
 Adding a role: its protocol in gateway/stores/base.py, one module here with a class on ``RedisClient`` (its key
 families listed below), and that class among ``RedisStore``'s bases. Imported by gateway.stores.open_store (and
 ``url`` by tests); imports the shared pieces of gateway.stores (base, codec, leases), records and the audit chain.
-This module imports nothing, so that ``url`` is read without the driver: the store is ``store.RedisStore``.
+This module imports no driver, so that ``url`` is read without it: the store is ``store.RedisStore``, imported
+under ``loading_the_driver``.
 
 ``store = "redis://[user:password@]host:6379/0?lock_lease=60&prefix=gateway:"`` (``rediss://`` for TLS), or
 ``redis+sentinel://h1:26379,h2:26379,h3:26379/SERVICE/0?...``; gateway/stores/redis/url.py says which query
@@ -97,3 +98,29 @@ default). Lock release and renewal never raise. The audit entry of a write's out
 settle (a Lua script cannot compute the chain's HMAC), so a crash in between leaves the entry and a key in
 flight that later reads ``unknown``.
 """
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+METRICS_SDK = "opentelemetry.sdk.metrics"
+
+
+@contextmanager
+def loading_the_driver() -> Iterator[None]:
+    """Import redis-py here without OpenTelemetry's metrics SDK. redis-py 8 imports that SDK whenever it is
+    installed (it is, for the gateway's traces), for client metrics it records only once someone calls its
+    ``observability`` setup, which the gateway never does: 1.4 MiB and ~50 ms per process for nothing
+    (bench/RESULTS.md, "Memory"). While the block runs the SDK reads as not installed, as redis-py allows for; it
+    is importable again afterwards, so traces and anything else that wants it are untouched."""
+    if METRICS_SDK in sys.modules or "redis" in sys.modules:
+        yield
+        return
+    sys.modules[METRICS_SDK] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get(METRICS_SDK, ...) is None:
+            del sys.modules[METRICS_SDK]
