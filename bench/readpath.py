@@ -12,6 +12,7 @@ system alike; the pooled latencies of all rounds give the medians.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from contextlib import ExitStack
@@ -187,7 +188,17 @@ def _ratios(level: dict[str, Any]) -> dict[str, float | None]:
     if one and two:
         out["redis 2 workers/1 worker calls_per_s"] = _ratio(two["calls_per_s"], one["calls_per_s"])
         out["redis 2 workers/1 worker median_ms"] = _ratio(two["median_ms"], one["median_ms"])
+        out["redis 2 workers/1 worker calls_per_s, this machine's ceiling"] = _ceiling(one, two)
     return out
+
+
+def _ceiling(one: dict[str, Any], two: dict[str, Any]) -> float | None:
+    """The most ``--workers 2`` could gain over one worker here: every core busy with what one call costs the
+    machine at two workers (both workers, their backend children and the load generator; Redis's own CPU not
+    counted, so the true ceiling is lower still), over one worker's calls/s."""
+    per_call_ms = sum(two["cpu_ms_per_call"].values())
+    cores = len(os.sched_getaffinity(0))
+    return _ratio(cores * 1000 / per_call_ms, one["calls_per_s"]) if per_call_ms else None
 
 
 def _ratio(ours: float | None, theirs: float | None) -> float | None:
