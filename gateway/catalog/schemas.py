@@ -19,7 +19,7 @@ search semantics accepts exactly what the gateway accepts.
 default. So what is checked does not change when a package jsonschema looks for (rfc3339-validator, fqdn, ...)
 happens to be installed. ``jsonschema`` itself is imported on first need: a failed check's message, a schema
 outside the subset, an asserted format. It and its ``attrs`` / ``referencing`` tree hold about 3 MiB per process
-that a gateway whose calls are valid never needs (bench/RESULTS.md, "Memory").
+that a gateway whose calls are valid never needs (bench/RESULTS.md, "Memory: what a worker holds").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a serving process does not import: libraries it needs only on a path its calls may never take. Each check
 runs in a fresh interpreter (this one has imported everything); the memory each saves is in bench/RESULTS.md,
-"Memory"."""
+"Memory: what a worker holds"."""
 
 from __future__ import annotations
 

@@ -113,8 +113,9 @@ def loading_the_driver() -> Iterator[None]:
     """Import redis-py here without OpenTelemetry's metrics SDK. redis-py 8 imports that SDK whenever it is
     installed (it is, for the gateway's traces), for client metrics it records only once someone calls its
     ``observability`` setup, which the gateway never does: 1.4 MiB and ~50 ms per process for nothing
-    (bench/RESULTS.md, "Memory"). While the block runs the SDK reads as not installed, as redis-py allows for; it
-    is importable again afterwards, so traces and anything else that wants it are untouched."""
+    (bench/RESULTS.md, "Memory: what a worker holds"). While the block runs the SDK reads as not installed, as
+    redis-py allows for; it is importable again afterwards, so traces and anything else that wants it are
+    untouched."""
     if METRICS_SDK in sys.modules or "redis" in sys.modules:
         yield
         return
