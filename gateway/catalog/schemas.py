@@ -84,14 +84,8 @@ def check_of(schema: Any) -> Check:
     compiled = compile_check(schema)
     if compiled is not None:
         return compiled
-    built: list[Validator] = []
-
-    def fallback(value: Any) -> bool:
-        if not built:
-            built.append(validator(schema))
-        return built[0].is_valid(value)
-
-    return fallback
+    fallback = functools.cache(lambda: validator(schema))
+    return lambda value: fallback().is_valid(value)
 
 
 def validator(schema: Any) -> Validator:
